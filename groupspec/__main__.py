@@ -1,0 +1,3 @@
+from groupspec.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""The invariant catalogue of DESIGN.md: one id per invariant, used by the model, the checker,
+the proofs, the Spark jobs and every report. Ids are never reused or renamed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(str, Enum):
+    ALWAYS = "always"  # holds in every state / every assignment
+    STEP = "step"  # holds across every transition (a relation between two states)
+    BOUNDED = "bounded-eventually"  # holds within a stated number of rebalances once faults stop
+    MEASURE = "measure"  # a number reported, not a pass/fail property
+    WARNING = "warning"  # allowed by Kafka but reported apart
+
+
+@dataclass(frozen=True, slots=True)
+class Invariant:
+    id: str
+    kind: Kind
+    statement: str
+
+
+CATALOGUE: dict[str, Invariant] = {
+    inv.id: inv
+    for inv in (
+        Invariant("single-owner", Kind.ALWAYS,
+                  "no partition is owned by two members of a group at once"),
+        Invariant("zombie-overlap", Kind.WARNING,
+                  "a member the coordinator already expired still owned a partition the new owner got; "
+                  "Kafka allows it and fences the zombie's commits"),
+        Invariant("subscribed-only", Kind.ALWAYS,
+                  "a member is assigned only partitions of topics it subscribes to"),
+        Invariant("complete", Kind.ALWAYS,
+                  "in a stable generation every partition of every subscribed topic has an owner"),
+        Invariant("balanced", Kind.ALWAYS,
+                  "the assignor's own balance definition holds (range: per topic; the others: counts differ "
+                  "by at most one, or no member with two fewer could take any of the other's partitions)"),
+        Invariant("sticky", Kind.ALWAYS,
+                  "under equal subscriptions each member keeps min(valid owned, quota) of its partitions, "
+                  "and no two members swap partitions"),
+        Invariant("stickiness-gap", Kind.MEASURE,
+                  "how many partitions could have stayed with their owner under the same balance but did not"),
+        Invariant("revoke-before-assign", Kind.STEP,
+                  "cooperative: a partition that changes owner is revoked by the old owner before the new "
+                  "owner is assigned it"),
+        Invariant("revoke-only-moved", Kind.STEP,
+                  "cooperative: a member revokes only partitions that leave it or whose topic it no longer "
+                  "subscribes to"),
+        Invariant("eager-revoke-all", Kind.STEP,
+                  "eager: a member revokes everything it owns before it rejoins"),
+        Invariant("generation-monotonic", Kind.STEP,
+                  "a member's generation never goes down, except to none after losing its partitions"),
+        Invariant("static-rejoin", Kind.BOUNDED,
+                  "a static member restarting within session.timeout.ms gets its assignment back with no "
+                  "rebalance"),
+        Invariant("converges", Kind.BOUNDED,
+                  "once membership stops changing the group is stable within the protocol's bound "
+                  "(eager 1, cooperative 2 rebalances)"),
+        Invariant("consume-owned-only", Kind.ALWAYS,
+                  "records are consumed and committed only from partitions the member owns"),
+        Invariant("no-gap", Kind.ALWAYS,
+                  "across owners, consumption of a partition continues from the committed position"),
+    )
+}
