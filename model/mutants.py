@@ -55,6 +55,20 @@ MUTANTS: dict[str, Mutant] = {
             "a known static member rejoining a Stable group always triggers a rebalance",
             "KIP-345; updateStaticMemberAndRebalance",
         ),
+        Mutant(
+            "range-ceil-quota",
+            "model.assignors.range",
+            "range gives each subscriber ceil(P/C) partitions of a topic until none are left, so the last "
+            "subscribers are starved (P=4, C=3 gives 2, 2, 0)",
+            "RangeAssignor: P/C each, the first P%C one more",
+        ),
+        Mutant(
+            "roundrobin-reset-per-topic",
+            "model.assignors.roundrobin",
+            "roundrobin restarts its circle of members at the first member for every topic instead of "
+            "continuing one CircularIterator across all topics",
+            "RoundRobinAssignor.assign (one CircularIterator, never reset)",
+        ),
     )
 }
 

@@ -1,0 +1,174 @@
+"""Consumer driver for aiokafka (asyncio; eager protocol only).
+
+Run as ``python -m conformance.drivers.aiokafka --bootstrap ... --group g --topic orders --member a1
+--assignor range|roundrobin|sticky --events a1.jsonl 2> a1.log`` (always with ``-m``: the module's
+name is the library's).
+
+What it records:
+
+- aiokafka's own log on stderr through :mod:`logging`, format
+  ``%(asctime)s %(levelname)s %(name)s %(message)s``: logger ``aiokafka.consumer.group_coordinator``
+  at DEBUG ("(Re-)joining group", "Joined group ... (generation N) with member_id ...", "Elected group
+  leader", "Setting newly assigned partitions", "Revoking previously assigned partitions", heartbeat
+  failures), the rest of ``aiokafka`` at INFO.
+- groupspec events from an aiokafka ``ConsumerRebalanceListener`` and the consume loop
+  (:mod:`conformance.drivers.common`). aiokafka 0.12 implements only the eager protocol and has no
+  ``on_partitions_lost``. ``member_id`` / ``generation`` are the group coordinator's attributes of
+  those names (``consumer._coordinator``, private: aiokafka exposes no getter); in
+  ``on_partitions_revoked`` they are the generation being left, in ``on_partitions_assigned`` the
+  one just joined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import aiokafka
+from aiokafka import AIOKafkaConsumer
+from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from aiokafka.errors import KafkaError
+from aiokafka.structs import OffsetAndMetadata
+from aiokafka.structs import TopicPartition as ATP
+
+from conformance.drivers.common import (
+    OFFSETS_COMMITTED,
+    PARTITIONS_ASSIGNED,
+    PARTITIONS_REVOKED,
+    RECORDS_CONSUMED,
+    SHUTDOWN_COMPLETE,
+    STARTUP_COMPLETE,
+    DriverArgs,
+    EventWriter,
+    StopFlag,
+    parse_args,
+    pid_note,
+    summarize,
+)
+from model.types import TopicPartition as TP
+
+CLIENT = f"aiokafka {aiokafka.__version__}"
+ASSIGNORS = {
+    "range": RangePartitionAssignor,
+    "roundrobin": RoundRobinPartitionAssignor,
+    "sticky": StickyPartitionAssignor,
+}
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("aiokafka").setLevel(logging.INFO)
+    logging.getLogger("aiokafka.consumer.group_coordinator").setLevel(logging.DEBUG)
+
+
+def _option_value(value: str) -> Any:
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value in ("true", "false"):
+        return value == "true"
+    return value
+
+
+class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        self.driver.out.write(PARTITIONS_REVOKED, partitions=_tps(revoked), **self.driver.identity())
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        self.driver.out.write(PARTITIONS_ASSIGNED, partitions=_tps(assigned), **self.driver.identity())
+
+
+class Driver:
+    def __init__(self, args: DriverArgs) -> None:
+        self.args = args
+        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol="eager",
+                               assignor=args.assignor, client=CLIENT)
+        self.consumer: AIOKafkaConsumer | None = None
+
+    def identity(self) -> dict[str, Any]:
+        coordinator = getattr(self.consumer, "_coordinator", None)
+        if coordinator is None:
+            return {}
+        gen = getattr(coordinator, "generation", None)
+        member_id = getattr(coordinator, "member_id", None) or None
+        return {"member_id": member_id, "generation": gen if isinstance(gen, int) and gen >= 0 else None}
+
+    async def run(self, stop: StopFlag) -> bool:
+        conf: dict[str, Any] = {
+            "bootstrap_servers": self.args.bootstrap,
+            "group_id": self.args.group,
+            "client_id": self.args.member,
+            "partition_assignment_strategy": (ASSIGNORS[self.args.assignor],),
+            "session_timeout_ms": self.args.session_timeout_ms,
+            "heartbeat_interval_ms": self.args.heartbeat_interval_ms,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+        }
+        for key, value in self.args.client_option:
+            conf[key] = _option_value(value)
+        consumer = AIOKafkaConsumer(**conf)
+        self.consumer = consumer
+        failed = False
+        await consumer.start()
+        try:
+            consumer.subscribe(topics=list(self.args.topics), listener=Listener(self))
+            self.out.write(STARTUP_COMPLETE, **pid_note())
+            while not stop.stopped:
+                batches = await consumer.getmany(timeout_ms=self.args.poll_ms, max_records=self.args.max_records)
+                records = [(r.topic, r.partition, r.offset) for recs in batches.values() for r in recs]
+                if records:
+                    await self.consumed(records)
+        except KafkaError as exc:
+            sys.stderr.write(f"groupspec driver: fatal: {exc!r}\n")
+            failed = True
+        finally:
+            try:
+                await consumer.stop()
+            except KafkaError as exc:
+                sys.stderr.write(f"groupspec driver: stop failed: {exc!r}\n")
+                failed = True
+        self.out.write(SHUTDOWN_COMPLETE, failed=failed)
+        self.out.close()
+        return not failed
+
+    async def consumed(self, records: list[tuple[str, int, int]]) -> None:
+        assert self.consumer is not None
+        summaries = summarize(records)
+        ident = self.identity()
+        self.out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+        offsets = {ATP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "") for s in summaries}
+        committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
+        try:
+            await self.consumer.commit(offsets)
+        except KafkaError as exc:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=repr(exc), **ident)
+        else:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
+
+
+def _tps(partitions: Any) -> list[TP]:
+    return [TP(p.topic, p.partition) for p in partitions]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("conformance.drivers.aiokafka", argv, tuple(ASSIGNORS))
+    configure_logging()
+    stop = StopFlag()
+    return 0 if asyncio.run(Driver(args).run(stop)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""What every consumer driver shares: its command line, the trace writer, and how it stops.
+
+A driver is one consumer process. It is started by :mod:`conformance.drivers.process` as
+``python -m conformance.drivers.<client> --bootstrap ... --group ... --member NAME --events FILE``
+and writes what its client did as groupspec trace events (JSON Lines, DESIGN.md "Formats" 2, names
+from :mod:`model.events`), one line per event, flushed at once so that a process killed with
+SIGKILL leaves a trace that ends where it died. The client library's own log goes to the
+driver's stderr, which the parent redirects to a file.
+
+Stopping: SIGTERM (or SIGINT) asks the driver to leave its poll loop, close the consumer (which
+leaves the group) and write ``shutdown_complete``; SIGKILL is the crash / zombie case.
+
+Records: the consume loop mirrors Apache Kafka's VerifiableConsumer
+(tools/.../VerifiableConsumer.java, ``onRecordsReceived``): after each poll that returned records it
+writes one ``records_consumed`` event (``count``, and per partition ``count``, ``minOffset``,
+``maxOffset``), then commits ``maxOffset + 1`` of each of those partitions synchronously and writes
+``offsets_committed`` (``offsets``: topic, partition, offset; ``success``; ``error`` when it failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import IO, Any
+
+from model.events import (
+    OFFSETS_COMMITTED,
+    PARTITIONS_ASSIGNED,
+    PARTITIONS_LOST,
+    PARTITIONS_REVOKED,
+    RECORDS_CONSUMED,
+    SHUTDOWN_COMPLETE,
+    STARTUP_COMPLETE,
+    event,
+)
+from model.types import TopicPartition, tps_to_json
+
+__all__ = [
+    "OFFSETS_COMMITTED", "PARTITIONS_ASSIGNED", "PARTITIONS_LOST", "PARTITIONS_REVOKED",
+    "RECORDS_CONSUMED", "SHUTDOWN_COMPLETE", "STARTUP_COMPLETE",
+    "DriverArgs", "EventWriter", "StopFlag", "PartitionSummary", "now_ms", "parse_args", "summarize",
+]
+
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class DriverArgs:
+    bootstrap: str
+    group: str
+    topics: tuple[str, ...]
+    member: str
+    assignor: str
+    events: str
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    poll_ms: int
+    max_records: int
+    client_option: tuple[tuple[str, str], ...]
+
+
+def parse_args(prog: str, argv: Sequence[str] | None, assignors: Iterable[str] = ASSIGNORS) -> DriverArgs:
+    parser = argparse.ArgumentParser(prog=prog, description="one consumer of a groupspec conformance run")
+    parser.add_argument("--bootstrap", required=True, help="bootstrap servers, host:port[,host:port]")
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", action="append", required=True, dest="topics")
+    parser.add_argument("--member", required=True, help="this consumer's name in the trace (also its client id)")
+    parser.add_argument("--assignor", default="range", choices=list(assignors))
+    parser.add_argument("--events", required=True, help="groupspec JSON Lines written here")
+    parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=500)
+    parser.add_argument("--poll-ms", type=int, default=200)
+    parser.add_argument("--max-records", type=int, default=100, help="records per poll at most")
+    parser.add_argument("-X", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra client configuration (client-specific names)")
+    ns = parser.parse_args(argv)
+    options: list[tuple[str, str]] = []
+    for item in ns.X:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"-X {item!r}: expected KEY=VALUE")
+        options.append((key, value))
+    return DriverArgs(
+        bootstrap=ns.bootstrap, group=ns.group, topics=tuple(ns.topics), member=ns.member,
+        assignor=ns.assignor, events=ns.events, session_timeout_ms=ns.session_timeout_ms,
+        heartbeat_interval_ms=ns.heartbeat_interval_ms, poll_ms=ns.poll_ms, max_records=ns.max_records,
+        client_option=tuple(options),
+    )
+
+
+class EventWriter:
+    """Appends trace events to a JSON Lines file, one flushed line each, with fixed context fields.
+
+    Thread-safe: librdkafka's and kafka-python's rebalance callbacks run on the polling thread,
+    but a commit callback or the signal handler may not.
+    """
+
+    def __init__(self, path: str, **context: Any) -> None:
+        self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self._context = {k: v for k, v in context.items() if v is not None}
+        self._lock = threading.Lock()
+
+    def write(self, name: str, **fields: Any) -> dict[str, Any]:
+        """Write one event. ``partitions`` as TopicPartitions is written sorted (model.events.event);
+        as dicts (records_consumed's per-partition summaries) it is written as given."""
+        partitions = fields.pop("partitions", None)
+        ev = event(name, now_ms(), **{**self._context, **fields})
+        if partitions is not None:
+            ev["partitions"] = (tps_to_json(partitions) if all(isinstance(p, TopicPartition) for p in partitions)
+                                else list(partitions))
+        line = json.dumps(ev, separators=(",", ":"), sort_keys=False)
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+        return ev
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+class StopFlag:
+    """Set by SIGTERM / SIGINT; the poll loop checks it."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        signal.signal(signal.SIGTERM, self._handler)
+        signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        self._event.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._event.is_set()
+
+
+@dataclass
+class PartitionSummary:
+    """VerifiableConsumer's RecordSetSummary for one partition of one poll."""
+
+    topic: str
+    partition: int
+    count: int
+    min_offset: int
+    max_offset: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "count": self.count,
+                "minOffset": self.min_offset, "maxOffset": self.max_offset}
+
+
+def summarize(records: Iterable[tuple[str, int, int]]) -> list[PartitionSummary]:
+    """Per-partition summary of (topic, partition, offset) triples, sorted by partition."""
+    by_tp: dict[TopicPartition, PartitionSummary] = {}
+    for topic, partition, offset in records:
+        tp = TopicPartition(topic, partition)
+        s = by_tp.get(tp)
+        if s is None:
+            by_tp[tp] = PartitionSummary(topic, partition, 1, offset, offset)
+        else:
+            s.count += 1
+            s.min_offset = min(s.min_offset, offset)
+            s.max_offset = max(s.max_offset, offset)
+    return [by_tp[tp] for tp in sorted(by_tp)]
+
+
+def pid_note() -> dict[str, Any]:
+    """Fields for startup_complete that help match a trace to its process and log."""
+    return {"pid": os.getpid()}

@@ -1,0 +1,180 @@
+"""Consumer driver for librdkafka, through confluent-kafka-python.
+
+Run as ``python -m conformance.drivers.confluent_kafka --bootstrap ... --group g --topic orders
+--member c1 --assignor range|roundrobin|cooperative-sticky --events c1.jsonl 2> c1.log``
+(always with ``-m``: the module's name is the library's, run as a script it would import itself).
+
+What it records, and where each field comes from:
+
+- librdkafka's own log with ``debug=cgrp`` on stderr, in librdkafka's format
+  (``%7|<sec>.<ms>|<FACILITY>|<client>#consumer-N| [thrd:...]: ...``): JoinGroup / SyncGroup
+  responses with the generation and member id, state changes, rebalance reasons.
+- groupspec events from the rebalance callbacks (``on_assign`` / ``on_revoke`` / ``on_lost``; with
+  cooperative-sticky librdkafka passes only the partitions added or removed, with eager ones the
+  whole assignment), and from the consume loop (see :mod:`conformance.drivers.common`).
+  ``member_id`` is ``Consumer.memberid()``. ``generation``: the client API has no getter, but
+  ``Consumer.consumer_group_metadata()`` returns librdkafka's serialised group metadata
+  (``rd_kafka_consumer_group_metadata_write``, rdkafka_cgrp.c: ``"CGMDv2:"``, the generation as a
+  native int32, then group id, member id, instance id as NUL-terminated strings), which carries
+  the generation the consumer is in at that moment; :func:`generation_of` reads it.
+- ``protocol``: ``cooperative`` for cooperative-sticky, else ``eager`` (librdkafka picks the
+  rebalance protocol from the assignors, rd_kafka_cgrp.c ``rd_kafka_cgrp_assignor_run``).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from conformance.drivers.common import (
+    OFFSETS_COMMITTED,
+    PARTITIONS_ASSIGNED,
+    PARTITIONS_LOST,
+    PARTITIONS_REVOKED,
+    RECORDS_CONSUMED,
+    SHUTDOWN_COMPLETE,
+    STARTUP_COMPLETE,
+    DriverArgs,
+    EventWriter,
+    StopFlag,
+    parse_args,
+    pid_note,
+    summarize,
+)
+from model.types import TopicPartition as TP
+
+_version = confluent_kafka.version()  # a str in 2.12 (the docs say a (str, int) tuple)
+CLIENT = (f"confluent-kafka {_version[0] if isinstance(_version, tuple) else _version} "
+          f"(librdkafka {confluent_kafka.libversion()[0]})")
+_CGMD_MAGIC = b"CGMDv2:"
+
+
+def generation_of(cgmd: bytes) -> int | None:
+    """The generation id inside librdkafka's serialised consumer group metadata, or None."""
+    if not cgmd.startswith(_CGMD_MAGIC) or len(cgmd) < len(_CGMD_MAGIC) + 4:
+        return None
+    (generation,) = struct.unpack_from("=i", cgmd, len(_CGMD_MAGIC))
+    return int(generation)
+
+
+def protocol_of(assignor: str) -> str:
+    return "cooperative" if assignor == "cooperative-sticky" else "eager"
+
+
+def client_config(args: DriverArgs) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.member,
+        "partition.assignment.strategy": args.assignor,
+        "session.timeout.ms": args.session_timeout_ms,
+        "heartbeat.interval.ms": args.heartbeat_interval_ms,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "debug": "cgrp",
+        # librdkafka refuses max.poll.interval.ms < session.timeout.ms.
+        "max.poll.interval.ms": max(args.session_timeout_ms, 30000),
+    }
+    for key, value in args.client_option:
+        conf[key] = value
+    return conf
+
+
+class Driver:
+    def __init__(self, args: DriverArgs) -> None:
+        self.args = args
+        self.out = EventWriter(
+            args.events, member=args.member, group=args.group, protocol=protocol_of(args.assignor),
+            assignor=args.assignor, client=CLIENT,
+        )
+        self.consumer = Consumer(client_config(args))
+
+    # -- identity -----------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        member_id = self.consumer.memberid() or None
+        try:
+            generation = generation_of(self.consumer.consumer_group_metadata())
+        except KafkaException:
+            generation = None
+        return {"member_id": member_id, "generation": generation}
+
+    # -- rebalance callbacks ------------------------------------------------------------------
+
+    def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.out.write(PARTITIONS_ASSIGNED, partitions=_tps(partitions), **self.identity())
+
+    def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.out.write(PARTITIONS_REVOKED, partitions=_tps(partitions), **self.identity())
+
+    def on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.out.write(PARTITIONS_LOST, partitions=_tps(partitions), **self.identity())
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self, stop: StopFlag) -> bool:
+        self.consumer.subscribe(list(self.args.topics), on_assign=self.on_assign, on_revoke=self.on_revoke,
+                                on_lost=self.on_lost)
+        self.out.write(STARTUP_COMPLETE, **pid_note())
+        failed = False
+        try:
+            while not stop.stopped:
+                messages = self.consumer.consume(num_messages=self.args.max_records,
+                                                 timeout=self.args.poll_ms / 1000)
+                records = []
+                for msg in messages:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            sys.stderr.write(f"% groupspec driver: consume error: {err}\n")
+                        continue
+                    records.append((msg.topic(), msg.partition(), msg.offset()))
+                if records:
+                    self.consumed(records)
+        except KafkaException as exc:
+            sys.stderr.write(f"% groupspec driver: fatal: {exc}\n")
+            failed = True
+        try:
+            self.consumer.close()
+        except KafkaException as exc:
+            sys.stderr.write(f"% groupspec driver: close failed: {exc}\n")
+            failed = True
+        self.out.write(SHUTDOWN_COMPLETE, failed=failed)
+        self.out.close()
+        return not failed
+
+    def consumed(self, records: list[tuple[str, int, int]]) -> None:
+        summaries = summarize(records)
+        ident = self.identity()
+        self.out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+        offsets = [TopicPartition(s.topic, s.partition, s.max_offset + 1) for s in summaries]
+        committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
+        try:
+            result = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=str(exc.args[0]), **ident)
+            return
+        errors = [f"{p.topic}-{p.partition}: {p.error}" for p in (result or []) if p.error is not None]
+        if errors:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error="; ".join(errors), **ident)
+        else:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
+
+
+def _tps(partitions: list[TopicPartition]) -> list[TP]:
+    return [TP(p.topic, p.partition) for p in partitions]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("conformance.drivers.confluent_kafka", argv, ("range", "roundrobin", "cooperative-sticky"))
+    stop = StopFlag()
+    return 0 if Driver(args).run(stop) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Consumer driver for kafka-python (pure Python; eager protocol only).
+
+Run as ``python -m conformance.drivers.kafka_python --bootstrap ... --group g --topic orders
+--member k1 --assignor range|roundrobin|sticky --events k1.jsonl 2> k1.log``.
+
+What it records:
+
+- kafka-python's own log on stderr through :mod:`logging`, format
+  ``%(asctime)s %(levelname)s %(name)s %(message)s`` (asctime as ``2025-01-31 12:00:00,123``):
+  logger ``kafka.coordinator`` (and ``kafka.coordinator.consumer``) at DEBUG -- "Successfully
+  joined group g <Generation 3 (member_id: ..., protocol: range)>", "Elected group leader",
+  "Setting newly assigned partitions {...}", "Revoking previously assigned partitions {...}",
+  SyncGroup / heartbeat failures -- and the rest of ``kafka`` at INFO. The heartbeat thread's
+  logger ``kafka.coordinator.heartbeat`` stays at INFO (its DEBUG lines are one per heartbeat).
+- groupspec events from a ``ConsumerRebalanceListener`` and the consume loop
+  (:mod:`conformance.drivers.common`). kafka-python 2.3.3 implements only the eager protocol
+  (no cooperative assignor, no ``on_partitions_lost``: a member that fell out of the group
+  reports the loss as ``on_partitions_revoked``). ``member_id`` and ``generation`` are read from
+  the coordinator's ``_generation`` (kafka.coordinator.base.Generation; a private attribute:
+  kafka-python has no public getter that works inside the callbacks, ``generation_if_stable()``
+  answers None while rebalancing). In ``on_partitions_revoked`` it is the generation being left,
+  in ``on_partitions_assigned`` the one just joined.
+
+``api_version`` defaults to ``(2, 3, 0)``: against librdkafka's mock cluster kafka-python's
+version probing picks request versions the mock parses wrongly (docs/embedded-coordinator.md);
+``-X api_version=auto`` lets kafka-python probe, ``-X api_version=2.5.0`` pins another.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import kafka
+from kafka import KafkaConsumer
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata
+from kafka.structs import TopicPartition as KTP
+
+from conformance.drivers.common import (
+    OFFSETS_COMMITTED,
+    PARTITIONS_ASSIGNED,
+    PARTITIONS_REVOKED,
+    RECORDS_CONSUMED,
+    SHUTDOWN_COMPLETE,
+    STARTUP_COMPLETE,
+    DriverArgs,
+    EventWriter,
+    StopFlag,
+    parse_args,
+    pid_note,
+    summarize,
+)
+from model.types import TopicPartition as TP
+
+CLIENT = f"kafka-python {kafka.__version__}"
+ASSIGNORS = {
+    "range": RangePartitionAssignor,
+    "roundrobin": RoundRobinPartitionAssignor,
+    "sticky": StickyPartitionAssignor,
+}
+DEFAULT_API_VERSION = (2, 3, 0)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("kafka").setLevel(logging.INFO)
+    logging.getLogger("kafka.coordinator").setLevel(logging.DEBUG)
+    logging.getLogger("kafka.coordinator.heartbeat").setLevel(logging.INFO)
+
+
+def _option_value(key: str, value: str) -> Any:
+    if key == "api_version":
+        return None if value == "auto" else tuple(int(x) for x in value.split("."))
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value in ("true", "false"):
+        return value == "true"
+    return value
+
+
+def client_config(args: DriverArgs) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap_servers": args.bootstrap.split(","),
+        "group_id": args.group,
+        "client_id": args.member,
+        "partition_assignment_strategy": [ASSIGNORS[args.assignor]],
+        "session_timeout_ms": args.session_timeout_ms,
+        "heartbeat_interval_ms": args.heartbeat_interval_ms,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "api_version": DEFAULT_API_VERSION,
+    }
+    for key, value in args.client_option:
+        conf[key] = _option_value(key, value)
+    return conf
+
+
+class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, args: DriverArgs) -> None:
+        self.args = args
+        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol="eager",
+                               assignor=args.assignor, client=CLIENT)
+        self.consumer = KafkaConsumer(**client_config(args))
+
+    def identity(self) -> dict[str, Any]:
+        generation = getattr(getattr(self.consumer, "_coordinator", None), "_generation", None)
+        if generation is None:
+            return {}
+        member_id = generation.member_id or None
+        gen = generation.generation_id
+        return {"member_id": member_id, "generation": gen if gen is not None and gen >= 0 else None}
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.out.write(PARTITIONS_REVOKED, partitions=_tps(revoked), **self.identity())
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.out.write(PARTITIONS_ASSIGNED, partitions=_tps(assigned), **self.identity())
+
+    def run(self, stop: StopFlag) -> bool:
+        self.consumer.subscribe(topics=list(self.args.topics), listener=self)
+        self.out.write(STARTUP_COMPLETE, **pid_note())
+        failed = False
+        try:
+            while not stop.stopped:
+                batches = self.consumer.poll(timeout_ms=self.args.poll_ms, max_records=self.args.max_records)
+                records = [(r.topic, r.partition, r.offset) for recs in batches.values() for r in recs]
+                if records:
+                    self.consumed(records)
+        except KafkaError as exc:
+            sys.stderr.write(f"groupspec driver: fatal: {exc!r}\n")
+            failed = True
+        try:
+            self.consumer.close()
+        except KafkaError as exc:
+            sys.stderr.write(f"groupspec driver: close failed: {exc!r}\n")
+            failed = True
+        self.out.write(SHUTDOWN_COMPLETE, failed=failed)
+        self.out.close()
+        return not failed
+
+    def consumed(self, records: list[tuple[str, int, int]]) -> None:
+        summaries = summarize(records)
+        ident = self.identity()
+        self.out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+        offsets = {KTP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "", -1) for s in summaries}
+        committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
+        try:
+            self.consumer.commit(offsets=offsets)
+        except KafkaError as exc:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=repr(exc), **ident)
+        else:
+            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
+
+
+def _tps(partitions: Any) -> list[TP]:
+    return [TP(p.topic, p.partition) for p in partitions]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args("conformance.drivers.kafka_python", argv, tuple(ASSIGNORS))
+    configure_logging()
+    stop = StopFlag()
+    return 0 if Driver(args).run(stop) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Running driver processes: start, stop cleanly, kill, read their traces, wait for a condition.
+
+Every consumer is its own process (``sys.executable -m conformance.drivers.<client>``) so that a
+SIGKILL leaves a real zombie: a member the coordinator still counts until its session times
+out, whose trace simply ends. :class:`Fleet` owns the processes it started and always ends them
+(SIGTERM, then SIGKILL after a grace period) when its ``with`` block ends, also on an exception;
+it never signals a process it did not start.
+
+Waiting is by polling the trace files with a deadline (:func:`wait_until`); nothing here sleeps
+for a fixed time to "let things settle".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, TypeVar
+
+from model.types import TopicPartition
+
+DRIVER_MODULES = {
+    "confluent-kafka": "conformance.drivers.confluent_kafka",
+    "kafka-python": "conformance.drivers.kafka_python",
+    "aiokafka": "conformance.drivers.aiokafka",
+    "kafkatest": "conformance.drivers.kafkatest",
+}
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    """A condition did not come true before its deadline (message says which, and what was seen)."""
+
+
+def wait_until(predicate: Callable[[], T], timeout_s: float, what: str,
+               describe: Callable[[], str] | None = None, interval_s: float = 0.05) -> T:
+    """Poll ``predicate`` until it returns a truthy value (returned), or raise :class:`WaitTimeout`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            seen = f"; last seen: {describe()}" if describe is not None else ""
+            raise WaitTimeout(f"timed out after {timeout_s:.0f}s waiting for {what}{seen}")
+        time.sleep(interval_s)
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The events of a JSON Lines trace; a torn last line (process killed mid-write) is skipped."""
+    events: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return events
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
+def owned_after(events: Sequence[dict[str, Any]]) -> set[TopicPartition]:
+    """What a member owns after its events: assigned adds, revoked / lost remove, shutdown clears.
+
+    This fold is right for both protocols: an eager member revokes everything before it is
+    assigned its new (whole) assignment; a cooperative one is told only what is added / removed.
+    """
+    owned: set[TopicPartition] = set()
+    for ev in events:
+        name = ev.get("name")
+        tps = {TopicPartition(p["topic"], p["partition"]) for p in ev.get("partitions", ())
+               if isinstance(p, dict) and "topic" in p and "partition" in p}
+        if name == "partitions_assigned":
+            owned |= tps
+        elif name in ("partitions_revoked", "partitions_lost"):
+            owned -= tps
+        elif name == "shutdown_complete":
+            owned.clear()
+    return owned
+
+
+@dataclass
+class DriverConfig:
+    """One consumer: which client, which group, and where its trace and log go."""
+
+    client: str
+    member: str
+    group: str
+    topics: tuple[str, ...]
+    bootstrap: str
+    events_path: Path
+    log_path: Path
+    assignor: str = "range"
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 500
+    options: dict[str, str] = field(default_factory=dict)
+
+    def argv(self) -> list[str]:
+        try:
+            module = DRIVER_MODULES[self.client]
+        except KeyError:
+            raise ValueError(f"unknown client {self.client!r}; known: {sorted(DRIVER_MODULES)}") from None
+        argv = [sys.executable, "-m", module, "--bootstrap", self.bootstrap, "--group", self.group,
+                "--member", self.member, "--assignor", self.assignor, "--events", str(self.events_path),
+                "--session-timeout-ms", str(self.session_timeout_ms),
+                "--heartbeat-interval-ms", str(self.heartbeat_interval_ms)]
+        for topic in self.topics:
+            argv += ["--topic", topic]
+        for key, value in self.options.items():
+            argv += ["-X", f"{key}={value}"]
+        return argv
+
+
+class ConsumerProcess:
+    """A started driver process. Only ever signals its own pid."""
+
+    def __init__(self, config: DriverConfig) -> None:
+        self.config = config
+        config.events_path.parent.mkdir(parents=True, exist_ok=True)
+        config.events_path.write_text("")
+        self._log: IO[bytes] = open(config.log_path, "wb")  # noqa: SIM115 (closed in _reap)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self.proc = subprocess.Popen(config.argv(), stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=str(PROJECT_ROOT), env=env)
+        self.killed = False
+
+    @property
+    def member(self) -> str:
+        return self.config.member
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def events(self) -> list[dict[str, Any]]:
+        return read_events(self.config.events_path)
+
+    def owned(self) -> set[TopicPartition]:
+        return owned_after(self.events())
+
+    def stop(self, timeout_s: float = 15.0) -> int:
+        """SIGTERM (clean close: LeaveGroup, shutdown_complete); SIGKILL if it does not exit in time."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._reap()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies without leaving the group (a zombie until its session expires)."""
+        if self.alive:
+            self.killed = True
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._reap()
+
+    def _reap(self) -> None:
+        if not self._log.closed:
+            self._log.close()
+
+
+class Fleet:
+    """The consumer processes of one run; ``with Fleet() as fleet`` always ends them all."""
+
+    def __init__(self, stop_timeout_s: float = 15.0) -> None:
+        self.processes: list[ConsumerProcess] = []
+        self.stop_timeout_s = stop_timeout_s
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.shutdown(graceful=exc is None)
+
+    def start(self, config: DriverConfig) -> ConsumerProcess:
+        proc = ConsumerProcess(config)
+        self.processes.append(proc)
+        return proc
+
+    def live(self) -> list[ConsumerProcess]:
+        return [p for p in self.processes if p.alive]
+
+    def __iter__(self) -> Iterator[ConsumerProcess]:
+        return iter(self.processes)
+
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop every live process: SIGTERM then SIGKILL (graceful), or SIGKILL at once."""
+        for proc in self.processes:
+            if proc.alive and graceful:
+                proc.proc.send_signal(signal.SIGTERM)
+        for proc in self.processes:
+            try:
+                if graceful:
+                    proc.stop(self.stop_timeout_s)
+                else:
+                    proc.kill()
+            except Exception:  # a stuck process must not keep the others alive
+                if proc.alive:
+                    proc.proc.kill()
+                    proc.proc.wait(timeout=10)
+                proc._reap()

@@ -1,0 +1,371 @@
+"""A loopback TCP proxy in front of the mock cluster that holds back the leader's SyncGroup.
+
+Why: librdkafka's mock coordinator (rdkafka_mock_cgrp.c) completes a generation the moment the
+leader's SyncGroup arrives -- the leader's request carries every member's assignment, so
+``assignment_cnt == member_cnt`` and ``rd_kafka_mock_cgrp_classic_sync_done`` answers the parked
+SyncGroups, clears the stored assignments and moves the group to Up. A follower whose SyncGroup
+comes after that is answered INVALID_REQUEST (Up accepts no SyncGroup). Apache Kafka instead
+keeps the assignment and answers a late follower from it (GroupMetadataManager
+``classicGroupSyncToStable``). librdkafka followers are usually fast enough; kafka-python's are
+not: its follower's SyncGroup regularly arrives in the same millisecond as, or after, the leader's,
+and kafka-python raises InvalidRequestError out of ``poll()``.
+
+What the proxy does: it forwards every byte unchanged, but reads the requests a client sends
+(Kafka framing: int32 size, then the request header: api key, api version, correlation id,
+client id). A SyncGroup (api key 14) that carries assignments is the leader's; the proxy keeps
+it, and everything behind it on that connection, until every other member named in those
+assignments has had its own SyncGroup for the same group and generation forwarded, plus a short
+settle time so the mock reads them first, or until ``hold_timeout_ms`` passes (a member that was
+killed never sends one). Responses are never touched, and per-connection request order is kept,
+so clients see an ordinary broker that answers the leader a little later.
+
+To be in the path of every connection, not only the bootstrap one, the proxy listens on one port
+per broker and the mock is told to advertise those ports (``MockCluster.advertise``). It binds
+127.0.0.1 only and connects to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from conformance.mock_cluster import MockCluster
+
+SYNC_GROUP = 14
+# First flexible version (compact strings, tagged fields) of SyncGroup (SyncGroupRequest.json).
+SYNC_GROUP_FIRST_FLEXIBLE = 4
+LOOPBACK = "127.0.0.1"
+
+
+class ProtocolError(ValueError):
+    """A request frame could not be read."""
+
+
+class _Buf:
+    """Reads Kafka primitive types (int16/32, strings, uvarints, compact forms) from bytes."""
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise ProtocolError(f"truncated at byte {self.pos} (need {n})")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int16(self) -> int:
+        return int(struct.unpack(">h", self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(struct.unpack(">i", self._take(4))[0])
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self._take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise ProtocolError("uvarint too long")
+
+    def string(self, compact: bool) -> str | None:
+        n = self.uvarint() - 1 if compact else self.int16()
+        if n < 0:
+            return None
+        return self._take(n).decode("utf-8", errors="replace")
+
+    def skip_bytes(self, compact: bool) -> None:
+        n = self.uvarint() - 1 if compact else self.int32()
+        if n > 0:
+            self._take(n)
+
+    def skip_tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self._take(self.uvarint())
+
+
+@dataclass(frozen=True)
+class SyncGroupRequest:
+    """The parts of a SyncGroupRequest the proxy needs (SyncGroupRequest.json, v0-v5)."""
+
+    version: int
+    group_id: str
+    generation_id: int
+    member_id: str
+    assigned_members: tuple[str, ...]  # empty for a follower
+
+    @property
+    def is_leader(self) -> bool:
+        return bool(self.assigned_members)
+
+
+def request_header(frame: bytes) -> tuple[int, int, int]:
+    """(api key, api version, correlation id) of a request frame (without its size prefix)."""
+    buf = _Buf(frame)
+    return buf.int16(), buf.int16(), buf.int32()
+
+
+def parse_sync_group(frame: bytes) -> SyncGroupRequest | None:
+    """The SyncGroup in a request frame, or None if the frame is another request."""
+    buf = _Buf(frame)
+    api_key, version, _correlation = buf.int16(), buf.int16(), buf.int32()
+    if api_key != SYNC_GROUP:
+        return None
+    flexible = version >= SYNC_GROUP_FIRST_FLEXIBLE
+    buf.string(compact=False)  # client id: a plain nullable string in header v1 and v2
+    if flexible:
+        buf.skip_tagged_fields()
+    group_id = buf.string(flexible) or ""
+    generation_id = buf.int32()
+    member_id = buf.string(flexible) or ""
+    if version >= 3:
+        buf.string(flexible)  # group instance id
+    if version >= 5:
+        buf.string(flexible)  # protocol type
+        buf.string(flexible)  # protocol name
+    count = buf.uvarint() - 1 if flexible else buf.int32()
+    members: list[str] = []
+    for _ in range(max(count, 0)):
+        members.append(buf.string(flexible) or "")
+        buf.skip_bytes(flexible)
+        if flexible:
+            buf.skip_tagged_fields()
+    return SyncGroupRequest(version, group_id, generation_id, member_id, tuple(members))
+
+
+@dataclass
+class ProxyStats:
+    """What the proxy did, for reports and tests."""
+
+    connections: int = 0
+    sync_groups: int = 0
+    leader_syncs_held: int = 0
+    released_all_synced: int = 0
+    released_timeout: int = 0
+    waits_ms: list[int] = field(default_factory=list)
+
+
+class SyncGroupProxy:
+    """The proxy: ``upstreams`` maps a broker id to the loopback port the broker listens on."""
+
+    def __init__(self, upstreams: dict[int, int], *, hold_timeout_ms: int = 1500, settle_ms: int = 50,
+                 log_path: str | Path | None = None) -> None:
+        self.upstreams = dict(upstreams)
+        self.hold_timeout_ms = hold_timeout_ms
+        self.settle_ms = settle_ms
+        self.ports: dict[int, int] = {}
+        self.stats = ProxyStats()
+        self._log_path = Path(log_path) if log_path is not None else None
+        self._log: IO[str] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._synced: dict[tuple[str, int], set[str]] = {}
+        self._cond: asyncio.Condition | None = None
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> SyncGroupProxy:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def start(self) -> dict[int, int]:
+        """Listen (one port per broker) and return {broker id: proxy port}."""
+        if self._log_path is not None:
+            self._log = open(self._log_path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._listen())
+            except BaseException as exc:  # reported to start() below
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="groupspec-syncgroup-proxy", daemon=True)
+        self._thread.start()
+        if not ready.wait(10) or failure:
+            self.close()
+            raise RuntimeError(f"proxy did not start: {failure[0] if failure else 'timeout'}")
+        return dict(self.ports)
+
+    async def _listen(self) -> None:
+        self._cond = asyncio.Condition()
+        for broker_id, upstream_port in self.upstreams.items():
+            server = await asyncio.start_server(
+                lambda r, w, port=upstream_port: self._spawn(self._serve(r, w, port)), LOOPBACK, 0)
+            self._servers.append(server)
+            self.ports[broker_id] = server.sockets[0].getsockname()[1]
+            self._note(f"broker {broker_id}: 127.0.0.1:{self.ports[broker_id]} -> 127.0.0.1:{upstream_port}")
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None and thread.is_alive():
+            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+            with contextlib.suppress(Exception):
+                fut.result(10)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+        if loop is not None and not loop.is_running():
+            loop.close()
+        self._loop = self._thread = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    async def _shutdown(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+
+    # -- forwarding -------------------------------------------------------------------------
+
+    def _spawn(self, coro: object) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, port: int) -> None:
+        self.stats.connections += 1
+        try:
+            up_r, up_w = await asyncio.open_connection(LOOPBACK, port)
+        except OSError as exc:
+            self._note(f"upstream 127.0.0.1:{port} refused: {exc}")
+            client_w.close()
+            return
+        down = asyncio.ensure_future(self._copy(up_r, client_w))
+        try:
+            await self._requests(client_r, up_w)
+        except (asyncio.IncompleteReadError, ConnectionError, ProtocolError):
+            pass
+        finally:
+            down.cancel()
+            for w in (up_w, client_w):
+                w.close()
+            await asyncio.gather(down, return_exceptions=True)
+
+    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while chunk := await reader.read(65536):
+                writer.write(chunk)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            size_bytes = await reader.readexactly(4)
+            (size,) = struct.unpack(">i", size_bytes)
+            if size < 0 or size > 100 * 1024 * 1024:
+                raise ProtocolError(f"request frame size {size}")
+            frame = await reader.readexactly(size)
+            sync = None
+            try:
+                sync = parse_sync_group(frame)
+            except ProtocolError as exc:
+                self._note(f"unreadable SyncGroup, forwarded as is: {exc}")
+            if sync is not None:
+                self.stats.sync_groups += 1
+                if sync.is_leader:
+                    await self._hold(sync)
+            writer.write(size_bytes + frame)
+            await writer.drain()
+            if sync is not None and not sync.is_leader:
+                await self._synced_member(sync)
+
+    async def _synced_member(self, sync: SyncGroupRequest) -> None:
+        assert self._cond is not None
+        async with self._cond:
+            self._synced.setdefault((sync.group_id, sync.generation_id), set()).add(sync.member_id)
+            self._cond.notify_all()
+        self._note(f"follower SyncGroup forwarded: group={sync.group_id} generation={sync.generation_id} "
+                   f"member={sync.member_id}")
+
+    async def _hold(self, sync: SyncGroupRequest) -> None:
+        assert self._cond is not None
+        key = (sync.group_id, sync.generation_id)
+        others = set(sync.assigned_members) - {sync.member_id}
+        self.stats.leader_syncs_held += 1
+        start = time.monotonic()
+        self._note(f"leader SyncGroup held: group={sync.group_id} generation={sync.generation_id} "
+                   f"leader={sync.member_id} waiting for {sorted(others)}")
+        try:
+            async with self._cond:
+                await asyncio.wait_for(
+                    self._cond.wait_for(lambda: others <= self._synced.get(key, set())),
+                    self.hold_timeout_ms / 1000)
+            await asyncio.sleep(self.settle_ms / 1000)
+            self.stats.released_all_synced += 1
+            how = "all followers synced"
+        except asyncio.TimeoutError:
+            self.stats.released_timeout += 1
+            missing = sorted(others - self._synced.get(key, set()))
+            how = f"hold timeout, never synced: {missing}"
+        waited = int((time.monotonic() - start) * 1000)
+        self.stats.waits_ms.append(waited)
+        self._note(f"leader SyncGroup released after {waited} ms ({how}): group={sync.group_id} "
+                   f"generation={sync.generation_id}")
+        # Older generations can no longer complete: forget them.
+        for old in [k for k in self._synced if k[0] == sync.group_id and k[1] < sync.generation_id]:
+            del self._synced[old]
+
+    def _note(self, message: str) -> None:
+        if self._log is not None:
+            now = time.time()
+            self._log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))},"
+                            f"{int(now * 1000) % 1000:03d} proxy {message}\n")
+            self._log.flush()
+
+
+@contextlib.contextmanager
+def proxied(cluster: MockCluster, *, hold_timeout_ms: int = 1500,
+            log_path: str | Path | None = None) -> Iterator[tuple[SyncGroupProxy, str]]:
+    """Put a :class:`SyncGroupProxy` in front of every broker of a running cluster.
+
+    Yields (proxy, bootstrap servers through the proxy). The brokers advertise the proxy's ports
+    while the block runs and their own ports again afterwards.
+    """
+    upstreams = cluster.broker_ports
+    proxy = SyncGroupProxy(upstreams, hold_timeout_ms=hold_timeout_ms, log_path=log_path)
+    ports = proxy.start()
+    try:
+        for broker_id, port in ports.items():
+            cluster.advertise(broker_id, port)
+        yield proxy, ",".join(f"{LOOPBACK}:{ports[b]}" for b in sorted(ports))
+    finally:
+        if cluster.running:
+            for broker_id, port in upstreams.items():
+                cluster.advertise(broker_id, port)
+        proxy.close()

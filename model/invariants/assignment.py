@@ -1,0 +1,590 @@
+"""Invariants of one assignor round: what an assignment must satisfy, and what each assignor promises.
+
+One round of the classic protocol's client-side assignment
+----------------------------------------------------------
+
+When a generation forms, the coordinator hands the leader every member's subscription
+(``ConsumerProtocolSubscription``: subscribed topics, the partitions the member says it owns, and
+since v2 the generation in which it owned them, KIP-792). The leader runs the assignor over the
+cluster metadata (topic -> partition count) and those subscriptions, and sends the result back
+through SyncGroup (``ConsumerCoordinator.onLeaderElected``). This module judges one such round:
+the input is an :class:`AssignmentProblem` (metadata + subscriptions), the output a
+:class:`~model.types.GroupAssignment` (partitions per member, plus the partitions cooperative-sticky
+withholds because they change owner).
+
+Claims and valid ownership
+--------------------------
+
+What a member sends as ``owned`` is a *claim*. Kafka's sticky assignors do not trust claims
+blindly: ``AbstractStickyAssignor.allSubscriptionsEqual`` cleans them (reference section 4,
+"Step 0") before anything is kept. groupspec calls the claims that survive the cleaning *valid*, and
+every invariant below that speaks of "owned" means the valid claims:
+
+1. a claim must name a partition that exists: its topic is in the metadata and
+   ``0 <= partition < count``. Kafka drops claims of unknown topics; it does not check the
+   partition number at all, but a partition that does not exist cannot be owned, so groupspec drops
+   those too (reason ``unknown-topic`` / ``no-such-partition``);
+2. when several claims name one partition, the claim of the strictly highest generation wins and
+   the others are stale (``superseded``): "move partition from the member with an older generation
+   to the member with the newer generation";
+   A negative generation means "none" and counts as -1 (``Subscription`` maps it to empty).
+3. when two claims of one partition carry the same generation -- two members, or one member
+   listing it twice (Kafka then finds the member itself as the "other" claimer) -- Kafka
+   invalidates the partition for every claimer and puts it in
+   ``partitionsWithMultiplePreviousOwners``. Whether such a tie is met before or after a claim of a
+   higher generation depends on Java ``HashMap`` iteration order, so Kafka's outcome for e.g.
+   {A: gen 5, B: gen 5, C: gen 7} depends on the order. groupspec takes the reading that holds
+   whatever the order: **any** same-generation tie voids the partition (reason ``conflict``).
+
+A valid claim says nothing about the subscription: a member may validly own a partition of a topic
+it no longer subscribes to (it must then revoke it). Stickiness only counts the valid claims of
+subscribed topics (*keepable* partitions).
+
+The invariants (ids from ``model.invariants.catalogue``)
+---------------------------------------------------------
+
+``single-owner``
+    no partition is in the assignment of two members (or twice in one).
+``subscribed-only``
+    every partition a member is given exists and belongs to a topic the member subscribes to;
+    no assignment is made to an id that is not a member.
+``complete``
+    every partition of every topic some member subscribes to (and that exists) is assigned.
+``balanced``
+    range: for each topic, the numbers of that topic's partitions its subscribers got differ by at
+    most one (``RangeAssignor`` works per topic). Every other assignor: Kafka's definition from the
+    ``StickyAssignor`` javadoc and ``GeneralAssignmentBuilder.isBalanced``: the members' partition
+    counts differ by at most one, or every member with two or more fewer partitions than another
+    could not take any of that other's partitions (it subscribes to none of their topics). This is
+    the subscription-based form the assignor enforces; ``AbstractStickyAssignorTest.
+    verifyValidityAndBalance`` checks a weaker form on the assigned topics.
+``sticky``
+    Kafka's two promises. (a) Under equal subscriptions (``allSubscriptionsEqual``: every member
+    lists the same topics), with P partitions over N members, ``minQuota = P // N``,
+    ``maxQuota = ceil(P / N)`` and E = P % N members allowed at maxQuota,
+    ``ConstrainedAssignmentBuilder.assignOwnedPartitions`` keeps for every member
+    ``min(|keepable|, minQuota)`` of its keepable partitions, and keeps maxQuota for the first
+    ``min(E, #members with |keepable| >= maxQuota)`` such members. groupspec checks exactly that,
+    order-free: every member keeps at least ``min(|keepable|, minQuota)``, and at least
+    ``min(E, #{|keepable| >= maxQuota})`` members keep maxQuota. (What counts as kept is a little
+    wider than keepable: a partition the member claimed with the highest generation also counts
+    where lower claims of it tie, because Kafka lets it keep that partition in some iteration
+    orders -- see ``Claims.newest``.) (b) Always: no two members swap
+    partitions of one topic, i.e. the per-topic movement graph (valid owner -> new owner) has no
+    2-cycle (``PartitionMovements.isSticky`` / ``hasCycles``).
+``revoke-before-assign``
+    with added(m) = assigned(m) - valid_owned(m) and revoked(m) = valid_owned(m) - assigned(m):
+    (U added) n (U revoked) is empty. A partition that changes owner must first be revoked by its
+    valid owner, so it is assigned to nobody in this round (KIP-429;
+    ``ConsumerCoordinator.validateCooperativeAssignment``,
+    ``CooperativeStickyAssignorTest.verifyCooperativeValidity``; Kafka's test computes it on the
+    raw claims, groupspec on the valid ones, so a partition handed back to a stale claimer while its
+    valid owner still holds it is a violation).
+``revoke-only-moved``
+    over one round: every partition a member revokes (revoked(m) above) either leaves it -- it is
+    assigned to another member, or withheld as transferring to one -- or belongs to a topic the
+    member no longer subscribes to. A revocation with neither reason stops consumption of a
+    partition for nothing (KIP-429: "revoke only the partitions that move";
+    ``ConsumerCoordinator.onJoinPrepare`` revokes only unsubscribed topics before the join).
+
+Who promises what (:func:`promised`)
+------------------------------------
+
+========================  =============================================================================
+range                     single-owner, subscribed-only, complete, balanced (per topic)
+roundrobin                single-owner, subscribed-only, complete; balanced only when every member
+                          subscribes to the same existing topics (one circular iterator then
+                          deals the partitions evenly)
+sticky                    single-owner, subscribed-only, complete, balanced, sticky
+cooperative-sticky        single-owner, subscribed-only, sticky, revoke-before-assign,
+                          revoke-only-moved; complete and balanced only when nothing is transferring
+                          (the follow-up rebalance delivers them)
+========================  =============================================================================
+
+Eager assignors promise no revoke-* property: under the eager protocol every member revokes
+everything before it rejoins (``eager-revoke-all``), so nothing is revoked across members inside a
+round. :func:`check_round` still evaluates every predicate, for reports.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from model.assignors import ASSIGNORS, COOPERATIVE, AssignorSpec
+from model.invariants.catalogue import CATALOGUE
+from model.types import GroupAssignment, Subscription, TopicPartition, tps_to_json
+
+SINGLE_OWNER = "single-owner"
+SUBSCRIBED_ONLY = "subscribed-only"
+COMPLETE = "complete"
+BALANCED = "balanced"
+STICKY = "sticky"
+REVOKE_BEFORE_ASSIGN = "revoke-before-assign"
+REVOKE_ONLY_MOVED = "revoke-only-moved"
+
+NO_GENERATION = -1  # AbstractStickyAssignor.DEFAULT_GENERATION; any negative generation means "none"
+
+ROUND_INVARIANTS: tuple[str, ...] = (
+    SINGLE_OWNER, SUBSCRIBED_ONLY, COMPLETE, BALANCED, STICKY, REVOKE_BEFORE_ASSIGN, REVOKE_ONLY_MOVED,
+)
+assert set(ROUND_INVARIANTS) <= CATALOGUE.keys(), "round invariants must be catalogue ids"
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs and results
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentProblem:
+    """The input of one assignor round: cluster metadata and the members' subscriptions."""
+
+    partitions_per_topic: Mapping[str, int]
+    subscriptions: tuple[Subscription, ...]
+
+    @staticmethod
+    def of(partitions_per_topic: Mapping[str, int], subscriptions: Iterable[Subscription]) -> AssignmentProblem:
+        return AssignmentProblem(dict(partitions_per_topic), tuple(subscriptions))
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One offence: what is wrong, in a sentence, and the members and partitions involved."""
+
+    message: str
+    members: tuple[str, ...] = ()
+    partitions: tuple[TopicPartition, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"message": self.message, "members": list(self.members),
+                "partitions": tps_to_json(self.partitions)}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of one predicate: it held when there is no finding."""
+
+    id: str
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def held(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {"held": self.held, "findings": [f.to_json() for f in self.findings]}
+
+
+# --------------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------------
+
+
+class ClaimRejection(StrEnum):
+    """Why a claim is not valid (see the module docstring, "Claims and valid ownership")."""
+
+    UNKNOWN_TOPIC = "unknown-topic"
+    NO_SUCH_PARTITION = "no-such-partition"
+    CONFLICT = "conflict"  # the partition is claimed twice in one generation: void for everyone
+    SUPERSEDED = "superseded"  # another member claims it with a higher generation
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredClaim:
+    member_id: str
+    partition: TopicPartition
+    generation: int
+    reason: ClaimRejection
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member_id": self.member_id, **self.partition.to_json(), "generation": self.generation,
+                "reason": self.reason.value}
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The outcome of cleaning the claims: each valid partition has exactly one valid owner.
+
+    ``newest`` is wider than ``owner``: the claimer of the strictly highest generation also where
+    claims of a *lower* generation tie. Kafka gives it the partition in the general builder, and in
+    the constrained builder unless the tie happens to be met first in ``HashMap`` order; so it is
+    what a member *may* keep, while ``owner`` is what every order lets it keep.
+    """
+
+    owner: Mapping[TopicPartition, str]  # partition -> its valid owner
+    owned: Mapping[str, frozenset[TopicPartition]]  # member -> its valid claims (every member has an entry)
+    ignored: tuple[IgnoredClaim, ...]
+    newest: Mapping[TopicPartition, str]  # partition -> its unique highest-generation claimer
+
+
+def partition_exists(partitions_per_topic: Mapping[str, int], tp: TopicPartition) -> bool:
+    count = partitions_per_topic.get(tp.topic)
+    return count is not None and 0 <= tp.partition < count
+
+
+def valid_claims(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]) -> Claims:
+    """Clean the members' ``owned`` claims as ``AbstractStickyAssignor.allSubscriptionsEqual`` does.
+
+    Order-free: the result does not depend on the order of ``subscriptions`` (Kafka's does, through
+    ``HashMap`` iteration; see the module docstring for the reading chosen).
+    """
+    ignored: list[IgnoredClaim] = []
+    by_partition: dict[TopicPartition, list[tuple[str, int]]] = defaultdict(list)
+    for sub in subscriptions:
+        generation = max(sub.generation, NO_GENERATION)
+        for tp in sub.owned:
+            if tp.topic not in partitions_per_topic:
+                ignored.append(IgnoredClaim(sub.member_id, tp, generation, ClaimRejection.UNKNOWN_TOPIC))
+            elif not partition_exists(partitions_per_topic, tp):
+                ignored.append(IgnoredClaim(sub.member_id, tp, generation, ClaimRejection.NO_SUCH_PARTITION))
+            else:
+                by_partition[tp].append((sub.member_id, generation))
+
+    owner: dict[TopicPartition, str] = {}
+    newest: dict[TopicPartition, str] = {}
+    owned: dict[str, set[TopicPartition]] = {sub.member_id: set() for sub in subscriptions}
+    for tp, claimers in by_partition.items():
+        generations = [generation for _, generation in claimers]
+        winner, top = max(claimers, key=lambda claim: claim[1])
+        if generations.count(top) == 1:
+            newest[tp] = winner
+        if len(set(generations)) < len(generations):
+            ignored.extend(IgnoredClaim(m, tp, g, ClaimRejection.CONFLICT) for m, g in claimers)
+            continue
+        owner[tp] = winner
+        owned[winner].add(tp)
+        ignored.extend(IgnoredClaim(m, tp, g, ClaimRejection.SUPERSEDED) for m, g in claimers if g != top)
+    ignored.sort(key=lambda c: (c.member_id, c.partition, c.reason.value))
+    return Claims(owner, {m: frozenset(tps) for m, tps in owned.items()}, tuple(ignored), newest)
+
+
+# --------------------------------------------------------------------------------------------------
+# Facts shared by the predicates
+# --------------------------------------------------------------------------------------------------
+
+
+def subscribed_topics(partitions_per_topic: Mapping[str, int], sub: Subscription) -> frozenset[str]:
+    """The member's topics that exist in the metadata (Kafka skips the others)."""
+    return frozenset(t for t in sub.topics if t in partitions_per_topic)
+
+
+def all_subscriptions_equal(subscriptions: Sequence[Subscription]) -> bool:
+    """``AbstractStickyAssignor.allSubscriptionsEqual``: every member lists the same topics.
+
+    Compared as listed (topics missing from the metadata included), as Kafka compares them: it is
+    what decides between the constrained and the general assignment builder.
+    """
+    return len({frozenset(sub.topics) for sub in subscriptions}) <= 1
+
+
+def same_existing_topics(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]) -> bool:
+    """Every member subscribes to the same set of topics that exist."""
+    return len({subscribed_topics(partitions_per_topic, sub) for sub in subscriptions}) <= 1
+
+
+def assigned_sets(result: GroupAssignment) -> dict[str, frozenset[TopicPartition]]:
+    return {member: frozenset(tps) for member, tps in result.assignment.items()}
+
+
+def _sorted_members(members: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(members)))
+
+
+# --------------------------------------------------------------------------------------------------
+# The predicates: each (problem, result, strategy) -> Verdict
+# --------------------------------------------------------------------------------------------------
+
+
+def single_owner(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """No partition is assigned to two members, nor twice to one."""
+    holders: dict[TopicPartition, list[str]] = defaultdict(list)
+    for member, tps in result.assignment.items():
+        for tp in tps:
+            holders[tp].append(member)
+    findings = []
+    for tp in sorted(holders):
+        members = holders[tp]
+        if len(members) > 1:
+            findings.append(Finding(f"{tp} is assigned {len(members)} times: to {', '.join(sorted(members))}",
+                                    _sorted_members(members), (tp,)))
+    return Verdict(SINGLE_OWNER, tuple(findings))
+
+
+def subscribed_only(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """Every assigned partition exists and is of a topic its member subscribes to."""
+    subs = {sub.member_id: sub for sub in problem.subscriptions}
+    findings = []
+    for member in sorted(result.assignment):
+        tps = sorted(set(result.assignment[member]))
+        if not tps:
+            continue
+        sub = subs.get(member)
+        if sub is None:
+            findings.append(Finding(f"{member} is not a member of the group but is assigned {len(tps)} "
+                                    f"partition(s)", (member,), tuple(tps)))
+            continue
+        missing = [tp for tp in tps if not partition_exists(problem.partitions_per_topic, tp)]
+        unsubscribed = [tp for tp in tps if tp.topic not in sub.topics and tp not in missing]
+        if missing:
+            findings.append(Finding(f"{member} is assigned partition(s) that do not exist", (member,),
+                                    tuple(missing)))
+        if unsubscribed:
+            topics = ", ".join(sorted({tp.topic for tp in unsubscribed}))
+            findings.append(Finding(f"{member} is assigned partition(s) of topic(s) it does not subscribe to: "
+                                    f"{topics}", (member,), tuple(unsubscribed)))
+    return Verdict(SUBSCRIBED_ONLY, tuple(findings))
+
+
+def complete(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """Every partition of every subscribed (existing) topic has an owner."""
+    wanted = sorted({t for sub in problem.subscriptions for t in subscribed_topics(problem.partitions_per_topic, sub)})
+    assigned = {tp for tps in result.assignment.values() for tp in tps}
+    findings = []
+    for topic in wanted:
+        missing = tuple(TopicPartition(topic, p) for p in range(problem.partitions_per_topic[topic])
+                        if TopicPartition(topic, p) not in assigned)
+        if missing:
+            withheld = sum(1 for tp in missing if tp in result.transferring)
+            note = f" ({withheld} of them withheld as transferring)" if withheld else ""
+            findings.append(Finding(f"{len(missing)} partition(s) of subscribed topic {topic} have no owner{note}",
+                                    (), missing))
+    return Verdict(COMPLETE, tuple(findings))
+
+
+def balanced(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """The assignor's balance definition: per topic for range, Kafka's general definition otherwise."""
+    if strategy == "range":
+        return _balanced_per_topic(problem, result)
+    return _balanced_kafka(problem, result)
+
+
+def _balanced_per_topic(problem: AssignmentProblem, result: GroupAssignment) -> Verdict:
+    """``RangeAssignor``: each topic's partitions are split among its subscribers, counts within one."""
+    assigned = assigned_sets(result)
+    findings = []
+    for topic in sorted(problem.partitions_per_topic):
+        counts = {sub.member_id: sum(1 for tp in assigned.get(sub.member_id, ()) if tp.topic == topic)
+                  for sub in problem.subscriptions if topic in sub.topics}
+        if not counts:
+            continue
+        low, high = min(counts.values()), max(counts.values())
+        if high - low > 1:
+            lows = tuple(sorted(m for m, c in counts.items() if c == low))
+            highs = tuple(sorted(m for m, c in counts.items() if c == high))
+            findings.append(Finding(
+                f"topic {topic}: {', '.join(highs)} got {high} of its partitions but {', '.join(lows)} "
+                f"only {low}", highs + lows))
+    return Verdict(BALANCED, tuple(findings))
+
+
+def _balanced_kafka(problem: AssignmentProblem, result: GroupAssignment) -> Verdict:
+    """``GeneralAssignmentBuilder.isBalanced``: counts within one, or no under-loaded member could take more.
+
+    For each member ``a``, it is enough to know, per topic ``t`` it subscribes to, the most loaded
+    member holding a partition of ``t``: ``a`` could take that partition iff that load is at least
+    ``count(a) + 2``.
+    """
+    assigned = assigned_sets(result)
+    members = [sub.member_id for sub in problem.subscriptions]
+    count = {m: len(assigned.get(m, ())) for m in members}
+    if not members or max(count.values()) - min(count.values()) <= 1:
+        return Verdict(BALANCED)
+    heaviest: dict[str, tuple[int, str, TopicPartition]] = {}
+    for m in sorted(members):
+        for tp in sorted(assigned.get(m, ())):
+            best = heaviest.get(tp.topic)
+            if best is None or count[m] > best[0]:
+                heaviest[tp.topic] = (count[m], m, tp)
+    findings = []
+    for sub in sorted(problem.subscriptions, key=lambda s: s.member_id):
+        a = sub.member_id
+        for topic in sorted(subscribed_topics(problem.partitions_per_topic, sub)):
+            best = heaviest.get(topic)
+            if best is not None and best[0] >= count[a] + 2:
+                load, b, tp = best
+                findings.append(Finding(
+                    f"{a} has {count[a]} partition(s) and {b} has {load}, yet {a} subscribes to {topic} and "
+                    f"could take {tp} from {b}", (a, b), (tp,)))
+                break
+    return Verdict(BALANCED, tuple(findings))
+
+
+def sticky(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """Kafka's stickiness promises: quota keeping under equal subscriptions, and no swaps."""
+    claims = valid_claims(problem.partitions_per_topic, problem.subscriptions)
+    assigned = assigned_sets(result)
+    findings: list[Finding] = []
+    if problem.subscriptions and all_subscriptions_equal(problem.subscriptions):
+        findings.extend(_quota_kept(problem, claims, assigned))
+    findings.extend(_swaps(claims, assigned))
+    return Verdict(STICKY, tuple(findings))
+
+
+def keepable(problem: AssignmentProblem, claims: Claims, sub: Subscription) -> frozenset[TopicPartition]:
+    """A member's valid claims of topics it still subscribes to: what stickiness may keep for it."""
+    return frozenset(tp for tp in claims.owned.get(sub.member_id, ()) if tp.topic in sub.topics)
+
+
+def _quota_kept(problem: AssignmentProblem, claims: Claims,
+                assigned: Mapping[str, frozenset[TopicPartition]]) -> list[Finding]:
+    topics = subscribed_topics(problem.partitions_per_topic, problem.subscriptions[0])
+    total = sum(problem.partitions_per_topic[t] for t in topics)
+    n = len(problem.subscriptions)
+    min_quota, extra = divmod(total, n)
+    max_quota = min_quota + (1 if extra else 0)
+    findings = []
+    kept_max = 0
+    owning_max = 0
+    for sub in sorted(problem.subscriptions, key=lambda s: s.member_id):
+        mine = keepable(problem, claims, sub)
+        kept = frozenset(tp for tp in assigned.get(sub.member_id, frozenset())
+                         if claims.newest.get(tp) == sub.member_id and tp.topic in sub.topics)
+        if len(mine) >= max_quota:
+            owning_max += 1
+        if extra and len(kept) >= max_quota:
+            kept_max += 1
+        due = min(len(mine), min_quota)
+        if len(kept) < due:
+            findings.append(Finding(
+                f"{sub.member_id} kept {len(kept)} of its {len(mine)} owned partition(s); under equal "
+                f"subscriptions Kafka keeps min(owned, minQuota={min_quota}) = {due}",
+                (sub.member_id,), tuple(sorted(mine - kept))))
+    if extra and kept_max < min(extra, owning_max):
+        findings.append(Finding(
+            f"only {kept_max} member(s) kept maxQuota={max_quota} partitions, though {owning_max} owned at "
+            f"least that many and {extra} member(s) may hold maxQuota; Kafka keeps maxQuota for "
+            f"min({extra}, {owning_max}) = {min(extra, owning_max)}"))
+    return findings
+
+
+def _swaps(claims: Claims, assigned: Mapping[str, frozenset[TopicPartition]]) -> list[Finding]:
+    """2-cycles in the per-topic movement graph (valid owner -> member now assigned)."""
+    moves: dict[tuple[str, str, str], list[TopicPartition]] = defaultdict(list)
+    for member, tps in assigned.items():
+        for tp in tps:
+            previous = claims.owner.get(tp)
+            if previous is not None and previous != member:
+                moves[(tp.topic, previous, member)].append(tp)
+    findings = []
+    for (topic, a, b), there in sorted(moves.items()):
+        back = moves.get((topic, b, a))
+        if back is not None and a < b:
+            findings.append(Finding(f"{a} and {b} swap partitions of topic {topic}", (a, b),
+                                    tuple(sorted(there + back))))
+    return findings
+
+
+def _added_and_revoked(problem: AssignmentProblem, result: GroupAssignment
+                       ) -> tuple[Claims, dict[str, frozenset[TopicPartition]], dict[TopicPartition, list[str]],
+                                  dict[TopicPartition, str]]:
+    claims = valid_claims(problem.partitions_per_topic, problem.subscriptions)
+    assigned = assigned_sets(result)
+    added: dict[TopicPartition, list[str]] = defaultdict(list)
+    for member, tps in assigned.items():
+        for tp in tps - claims.owned.get(member, frozenset()):
+            added[tp].append(member)
+    revoked = {tp: member for member, tps in claims.owned.items()
+               for tp in tps - assigned.get(member, frozenset())}
+    return claims, assigned, added, revoked
+
+
+def revoke_before_assign(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """(U added) n (U revoked) is empty, on the valid claims."""
+    _, _, added, revoked = _added_and_revoked(problem, result)
+    findings = []
+    for tp in sorted(added.keys() & revoked.keys()):
+        to = sorted(added[tp])
+        findings.append(Finding(f"{tp} is revoked from {revoked[tp]} and assigned to {', '.join(to)} in the "
+                                f"same round", (revoked[tp], *to), (tp,)))
+    return Verdict(REVOKE_BEFORE_ASSIGN, tuple(findings))
+
+
+def revoke_only_moved(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+    """Every revoked partition leaves its owner, or its topic is no longer subscribed."""
+    _, assigned, _, revoked = _added_and_revoked(problem, result)
+    elsewhere = {tp for tps in assigned.values() for tp in tps} | result.transferring
+    subs = {sub.member_id: sub for sub in problem.subscriptions}
+    needless: dict[str, list[TopicPartition]] = defaultdict(list)
+    for tp, member in revoked.items():
+        if tp.topic in subs[member].topics and tp not in elsewhere:
+            needless[member].append(tp)
+    findings = [Finding(f"{member} revokes partition(s) it still subscribes to that no other member gets",
+                        (member,), tuple(sorted(tps)))
+                for member, tps in sorted(needless.items())]
+    return Verdict(REVOKE_ONLY_MOVED, tuple(findings))
+
+
+Predicate = Callable[[AssignmentProblem, GroupAssignment, str], Verdict]
+
+PREDICATES: dict[str, Predicate] = {
+    SINGLE_OWNER: single_owner,
+    SUBSCRIBED_ONLY: subscribed_only,
+    COMPLETE: complete,
+    BALANCED: balanced,
+    STICKY: sticky,
+    REVOKE_BEFORE_ASSIGN: revoke_before_assign,
+    REVOKE_ONLY_MOVED: revoke_only_moved,
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Promises
+# --------------------------------------------------------------------------------------------------
+
+
+def is_cooperative(strategy: str) -> bool:
+    """An assignor whose preferred protocol (``supportedProtocols()[0]``) is COOPERATIVE."""
+    return _spec(strategy).protocols[0] == COOPERATIVE
+
+
+def _spec(strategy: str) -> AssignorSpec:
+    try:
+        return ASSIGNORS[strategy]
+    except KeyError:
+        raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(ASSIGNORS)}") from None
+
+
+def promised(strategy: str, problem: AssignmentProblem, result: GroupAssignment) -> frozenset[str]:
+    """The invariant ids ``strategy`` promises for this round (table in the module docstring)."""
+    _spec(strategy)
+    ids = {SINGLE_OWNER, SUBSCRIBED_ONLY}
+    if strategy == "range":
+        ids |= {COMPLETE, BALANCED}
+    elif strategy == "roundrobin":
+        ids.add(COMPLETE)
+        if same_existing_topics(problem.partitions_per_topic, problem.subscriptions):
+            ids.add(BALANCED)
+    elif strategy == "sticky":
+        ids |= {COMPLETE, BALANCED, STICKY}
+    elif strategy == "cooperative-sticky":
+        ids |= {STICKY, REVOKE_BEFORE_ASSIGN, REVOKE_ONLY_MOVED}
+        if not result.transferring:
+            ids |= {COMPLETE, BALANCED}
+    else:  # an assignor registered without a promise table: promise validity only
+        pass
+    return frozenset(ids)
+
+
+def check_round(strategy: str, problem: AssignmentProblem, result: GroupAssignment) -> dict[str, Verdict]:
+    """Every round predicate, in catalogue order."""
+    _spec(strategy)
+    return {inv: PREDICATES[inv](problem, result, strategy) for inv in ROUND_INVARIANTS}
+
+
+def violated(strategy: str, problem: AssignmentProblem, result: GroupAssignment,
+             verdicts: Mapping[str, Verdict] | None = None) -> list[str]:
+    """The promised invariants that failed, in catalogue order."""
+    verdicts = verdicts if verdicts is not None else check_round(strategy, problem, result)
+    keep = promised(strategy, problem, result)
+    return [inv for inv in ROUND_INVARIANTS if inv in keep and not verdicts[inv].held]
+
+
+__all__ = [
+    "AssignmentProblem", "Claims", "ClaimRejection", "Finding", "IgnoredClaim", "PREDICATES", "ROUND_INVARIANTS",
+    "Verdict", "all_subscriptions_equal", "check_round", "keepable", "promised", "same_existing_topics",
+    "subscribed_topics", "valid_claims", "violated",
+]

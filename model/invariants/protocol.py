@@ -1,0 +1,435 @@
+"""The protocol invariants: predicates over the transition system's states and transitions.
+
+Each predicate returns the :class:`Violation` values it found (empty when it holds), tagged with a
+catalogue id (``model.invariants.catalogue``). Three shapes:
+
+* **state predicates** (``always``) look at one :class:`~model.system.SystemState`:
+  :func:`single_owner` (with :func:`zombie_overlap` apart), :func:`complete` (only in a settled
+  state, see :func:`settled`);
+* **transition predicates** (``step``) look at ``(before, action, after, events)``:
+  :func:`generation_monotonic`, :func:`eager_revoke_all`, :func:`subscribed_only`;
+* **history properties** need more than one transition and live in :class:`Monitor`, which watches a
+  run transition by transition: ``revoke-before-assign`` (same generation, any order),
+  ``eager-revoke-all`` (the revocation callback between an assignment and the next JoinGroup),
+  ``static-rejoin`` and ``converges`` (bounded), and every predicate above.
+
+Ownership. A running member *owns* what its application holds (``Member.owned``: from
+``onPartitionsAssigned`` until ``onPartitionsRevoked`` / ``onPartitionsLost`` / shutdown; a crashed
+process owns nothing). A *zombie* is an owner the group has already let go of: the coordinator no
+longer has its member id (expired, removed, or replaced by a restarted static member), or the client
+itself has reset its generation (poll timeout, an error answer) and will report its partitions lost
+at its next ``poll()``. Kafka allows a zombie to overlap the new owner for a while -- it fences the
+zombie's commits -- so overlap with a zombie is ``zombie-overlap``, a warning, and only overlap
+between two members the group still counts is a ``single-owner`` violation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from model import coordinator as co
+from model import events as ev
+from model import member as mb
+from model import system as sy
+from model.member import Member, MemberState
+from model.messages import NO_GENERATION, UNKNOWN_MEMBER_ID
+from model.system import Action, SystemState
+from model.types import RebalanceProtocol, TopicPartition
+
+Event = dict[str, Any]
+
+SINGLE_OWNER = "single-owner"
+ZOMBIE_OVERLAP = "zombie-overlap"
+SUBSCRIBED_ONLY = "subscribed-only"
+COMPLETE = "complete"
+REVOKE_BEFORE_ASSIGN = "revoke-before-assign"
+EAGER_REVOKE_ALL = "eager-revoke-all"
+GENERATION_MONOTONIC = "generation-monotonic"
+STATIC_REJOIN = "static-rejoin"
+CONVERGES = "converges"
+
+#: The invariants this module checks (all catalogue ids; zombie-overlap is a warning).
+CHECKED = (SINGLE_OWNER, ZOMBIE_OVERLAP, SUBSCRIBED_ONLY, COMPLETE, REVOKE_BEFORE_ASSIGN, EAGER_REVOKE_ALL,
+           GENERATION_MONOTONIC, STATIC_REJOIN, CONVERGES)
+WARNINGS = frozenset({ZOMBIE_OVERLAP})
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    invariant: str  # catalogue id
+    time: int
+    message: str
+    members: tuple[str, ...] = ()
+    partitions: tuple[TopicPartition, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"invariant": self.invariant, "time": self.time, "message": self.message,
+                "members": list(self.members), "partitions": [tp.to_json() for tp in self.partitions]}
+
+
+# -- ownership --------------------------------------------------------------------------------------
+
+
+def is_zombie(state: SystemState, m: Member) -> bool:
+    """Has the group already let go of this member (see the module docstring)?"""
+    gen = m.generation
+    if gen.generation_id == NO_GENERATION or gen.member_id == UNKNOWN_MEMBER_ID:
+        return True
+    return co.member(state.group, gen.member_id) is None
+
+
+def owners(state: SystemState) -> dict[TopicPartition, list[Member]]:
+    """Every owned partition with the running members that own it."""
+    result: dict[TopicPartition, list[Member]] = {}
+    for m in sy.running(state):
+        for tp in m.owned:
+            result.setdefault(tp, []).append(m)
+    return result
+
+
+def _overlaps(state: SystemState) -> tuple[list[Violation], list[Violation]]:
+    single: list[Violation] = []
+    zombie: list[Violation] = []
+    for tp, ms in sorted(owners(state).items()):
+        if len(ms) < 2:
+            continue
+        live = [m.name for m in ms if not is_zombie(state, m)]
+        names = tuple(m.name for m in ms)
+        if len(live) >= 2:
+            single.append(Violation(SINGLE_OWNER, state.now, f"{tp} is owned by {', '.join(live)} at once",
+                                    tuple(live), (tp,)))
+        else:
+            zombie.append(Violation(ZOMBIE_OVERLAP, state.now,
+                                    f"{tp} is owned by {', '.join(names)}; all but {live[0] if live else 'none'} "
+                                    "are zombies the group already let go", names, (tp,)))
+    return single, zombie
+
+
+def single_owner(state: SystemState) -> list[Violation]:
+    """``single-owner``: no partition is owned by two members the group still counts."""
+    return _overlaps(state)[0]
+
+
+def zombie_overlap(state: SystemState) -> list[Violation]:
+    """``zombie-overlap`` (warning): a zombie still owns a partition another member owns."""
+    return _overlaps(state)[1]
+
+
+# -- settled states -----------------------------------------------------------------------------------
+
+
+def settled(state: SystemState) -> bool:
+    """The group has converged: nothing is in flight or pending, the coordinator is Stable (or
+    Empty with nobody running), every running member is STABLE in the coordinator's generation
+    with exactly what the coordinator stored for it, no member wants to rejoin, no one is stalled,
+    and the coordinator counts no member whose process is gone."""
+    if not state.network.empty():
+        return False
+    group = state.group
+    ms = sy.running(state)
+    if not ms:
+        return group.state is co.EMPTY and not group.members and not group.pending_members
+    if group.state is not co.STABLE or group.pending_members:
+        return False
+    ids = set()
+    for m in ms:
+        if m.stalled or m.state is not MemberState.STABLE or m.join is not mb.JoinFuture.NONE:
+            return False
+        if m.generation.generation_id != group.generation or mb.poll_has_work(m, state.metadata):
+            return False
+        stored = co.assignment_of(group, m.generation.member_id)
+        if stored is None or frozenset(stored) != m.owned:
+            return False
+        ids.add(m.generation.member_id)
+    return ids == set(co.member_ids(group))
+
+
+def complete(state: SystemState) -> list[Violation]:
+    """``complete``: in a settled state every partition of every topic some running member
+    subscribes to (and that exists) is owned."""
+    if not settled(state):
+        return []
+    topics = sorted({t for m in sy.running(state) for t in m.subscription})
+    wanted = mb.partitions_of(state.metadata, tuple(topics))
+    owned = frozenset(tp for m in sy.running(state) for tp in m.owned)
+    missing = tuple(sorted(wanted - owned))
+    if not missing:
+        return []
+    return [Violation(COMPLETE, state.now, f"stable generation {state.group.generation} leaves "
+                      f"{', '.join(map(str, missing))} without an owner", (), missing)]
+
+
+# -- transition predicates ------------------------------------------------------------------------------
+
+
+def _same_incarnation(state: SystemState, before: Member) -> Member | None:
+    m = sy.running_member(state, before.name)
+    return m if m is not None and m.conn == before.conn else None
+
+
+def generation_monotonic(before: SystemState, after: SystemState) -> list[Violation]:
+    """``generation-monotonic``: the coordinator's generation never goes down; a member's never
+    goes down except to none (-1) when the member is reset."""
+    out: list[Violation] = []
+    if after.group.generation < before.group.generation:
+        out.append(Violation(GENERATION_MONOTONIC, after.now, f"the coordinator's generation went from "
+                             f"{before.group.generation} to {after.group.generation}"))
+    for m in sy.running(before):
+        n = _same_incarnation(after, m)
+        if n is None:
+            continue
+        old, new = m.generation.generation_id, n.generation.generation_id
+        if new < old and new != NO_GENERATION:
+            out.append(Violation(GENERATION_MONOTONIC, after.now,
+                                 f"{m.name}'s generation went from {old} to {new}", (m.name,)))
+    return out
+
+
+def _joined(before: Member, after: Member) -> bool:
+    """Did this transition send a JoinGroup for this member?"""
+    return after.join is mb.JoinFuture.JOIN and (before.join is not mb.JoinFuture.JOIN
+                                                 or after.join_sent_generation != before.join_sent_generation
+                                                 or after.joined_subscription != before.joined_subscription)
+
+
+def eager_revoke_all(before: SystemState, after: SystemState) -> list[Violation]:
+    """``eager-revoke-all`` (state part): an eager member owns nothing when it sends JoinGroup."""
+    out: list[Violation] = []
+    for m in sy.running(before):
+        if m.config.protocol is not RebalanceProtocol.EAGER:
+            continue
+        n = _same_incarnation(after, m)
+        if n is None or not _joined(m, n) or not n.owned:
+            continue
+        out.append(Violation(EAGER_REVOKE_ALL, after.now,
+                             f"{m.name} (eager) rejoins still owning {', '.join(map(str, sorted(n.owned)))}",
+                             (m.name,), tuple(sorted(n.owned))))
+    return out
+
+
+def subscribed_only(after: SystemState, events: Iterable[Event]) -> list[Violation]:
+    """``subscribed-only``: a member is assigned (by its own callback, or in the coordinator's
+    stored assignment) only partitions of topics it subscribes to."""
+    out: list[Violation] = []
+    for e in events:
+        name = e["name"]
+        if name == ev.PARTITIONS_ASSIGNED:
+            m = sy.running_member(after, e["member"])
+            if m is None:
+                continue
+            wrong = tuple(tp for tp in ev.partitions_of(e) if tp.topic not in m.subscription)
+            if wrong:
+                out.append(Violation(SUBSCRIBED_ONLY, e["timestamp"], f"{m.name} is assigned "
+                                     f"{', '.join(map(str, wrong))} of topics it does not subscribe to",
+                                     (m.name,), wrong))
+        elif name == ev.COORDINATOR_STABLE:
+            group = after.group
+            for member_id, tps in e.get("assignment", {}).items():
+                cm = co.member(group, member_id)
+                if cm is None:
+                    continue
+                topics = {t for pname, meta in cm.protocols if pname == group.protocol_name for t in meta.topics}
+                wrong = tuple(TopicPartition(p["topic"], p["partition"]) for p in tps if p["topic"] not in topics)
+                if wrong:
+                    out.append(Violation(SUBSCRIBED_ONLY, e["timestamp"], f"generation {group.generation} "
+                                         f"assigns {member_id} {', '.join(map(str, wrong))} of topics it does "
+                                         "not subscribe to", (member_id,), wrong))
+    return out
+
+
+# -- the monitor --------------------------------------------------------------------------------------
+
+
+def rebalance_bound(state: SystemState) -> int:
+    """``converges``' bound: 1 rebalance for an eager group, 2 when any member is cooperative
+    (the first withholds moving partitions, the second hands them out)."""
+    if any(m.config.protocol is RebalanceProtocol.COOPERATIVE for m in sy.running(state)):
+        return 2
+    return 1
+
+
+def convergence_horizon(config: sy.SystemConfig) -> int:
+    """How long a fault-free group may take to settle before ``converges`` fails: the coordinator
+    noticing a dead member (session timeout), then per allowed rebalance a heartbeat to notice it,
+    the initial delay, the join phase and the sync phase (each up to the rebalance timeout)."""
+    per_rebalance = (config.heartbeat_interval_ms + config.coordinator.initial_rebalance_delay_ms
+                     + 2 * config.rebalance_timeout_ms)
+    return config.session_timeout_ms + 2 * per_rebalance + config.max_poll_interval_ms
+
+
+@dataclass
+class _StaticCheck:
+    member: str
+    expected: frozenset[TopicPartition]
+    since: int
+
+
+@dataclass
+class Monitor:
+    """Checks every invariant of this module along one run; feed it each transition.
+
+    ``violations`` collects everything found (warnings included, see :data:`WARNINGS`); a repeated
+    state violation (the same invariant, members and partitions as in the previous state) is
+    recorded once, when it starts. Call :meth:`finish` at the end of the run for the bounded
+    properties.
+    """
+
+    config: sy.SystemConfig
+    violations: list[Violation] = field(default_factory=list)
+    rebalances_since_disturbance: int = 0
+    last_disturbance: int = 0
+    settled_since_disturbance: bool = False
+    bound: int = 1
+    max_rebalances_after_faults: int = 0
+    _ongoing: set[tuple[str, tuple[str, ...], tuple[TopicPartition, ...]]] = field(default_factory=set)
+    _assigned: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
+    _revoked: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
+    _must_revoke: dict[str, bool] = field(default_factory=dict)  # eager conn -> assigned since last revoke
+    _static: dict[str, _StaticCheck] = field(default_factory=dict)
+
+    def failed(self) -> list[Violation]:
+        return [v for v in self.violations if v.invariant not in WARNINGS]
+
+    # -- per transition --------------------------------------------------------------------------
+
+    def observe(self, before: SystemState, action: Action, after: SystemState, events: tuple[Event, ...]) -> None:
+        found: list[Violation] = []
+        found += generation_monotonic(before, after)
+        found += eager_revoke_all(before, after)
+        found += subscribed_only(after, events)
+        found += self._history(before, action, after, events)
+        self.violations.extend(found)
+        if events:  # ownership only changes with a callback, a shutdown or the coordinator's events
+            self._state_checks(after)
+        self._convergence(before, action, after, events)
+
+    def _state_checks(self, state: SystemState) -> None:
+        single, zombie = _overlaps(state)
+        current = single + zombie
+        keys = {(v.invariant, v.members, v.partitions) for v in current}
+        for v in current:
+            if (v.invariant, v.members, v.partitions) not in self._ongoing:
+                self.violations.append(v)
+        self._ongoing = keys
+
+    def _history(self, before: SystemState, action: Action, after: SystemState,
+                 events: tuple[Event, ...]) -> list[Violation]:
+        out: list[Violation] = []
+        for e in events:
+            name = e["name"]
+            member = e.get("member")
+            if name in (ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED) and e.get("protocol") == "cooperative":
+                out += self._revoke_before_assign(e)
+            if member is None:
+                continue
+            m = sy.running_member(after, member) or sy.running_member(before, member)
+            conn = m.conn if m is not None else member
+            if name == ev.PARTITIONS_ASSIGNED and e.get("protocol") == "eager":
+                self._must_revoke[conn] = True
+            elif name in (ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST, ev.SHUTDOWN_COMPLETE):
+                self._must_revoke.pop(conn, None)
+            if name == ev.PARTITIONS_ASSIGNED and member in self._static:
+                check = self._static.pop(member)
+                got = frozenset(ev.partitions_of(e))
+                if got != check.expected:
+                    out.append(Violation(STATIC_REJOIN, e["timestamp"], f"static member {member} restarted at "
+                                         f"{check.since} ms and got {sorted(map(str, got))} back instead of "
+                                         f"{sorted(map(str, check.expected))}", (member,),
+                                         tuple(sorted(got ^ check.expected))))
+            if name == ev.GROUP_JOINED and self._must_revoke.get(conn):
+                out.append(Violation(EAGER_REVOKE_ALL, e["timestamp"], f"{member} (eager) rejoined without "
+                                     "revoking what it was assigned (no onPartitionsRevoked/Lost)", (member,)))
+                self._must_revoke.pop(conn, None)
+            if name == ev.PARTITIONS_REVOKED and m is not None:
+                b = sy.running_member(before, member)
+                if b is not None and b.generation.generation_id == NO_GENERATION and b.owned:
+                    out.append(Violation(GENERATION_MONOTONIC, e["timestamp"], f"{member} reset its generation "
+                                         "but revoked (rather than lost) what it owned", (member,)))
+        if any(e["name"] == ev.COORDINATOR_REBALANCE for e in events):
+            for member, check in list(self._static.items()):
+                self._static.pop(member)
+                out.append(Violation(STATIC_REJOIN, after.now, f"static member {member} restarted at "
+                                     f"{check.since} ms and the group rebalanced before it got its assignment "
+                                     "back", (member,), tuple(sorted(check.expected))))
+        if isinstance(action, sy.FAULTS):
+            self._static.clear()  # another fault: the static-rejoin promise no longer applies
+            if isinstance(action, sy.MemberRestarts):
+                self._arm_static(before, action.member)
+        return out
+
+    def _arm_static(self, before: SystemState, name: str) -> None:
+        p = sy.process(before, name)
+        if p is None or p.config.instance_id is None or before.group.state is not co.STABLE:
+            return
+        member_id = dict(co.static_members(before.group)).get(p.config.instance_id)
+        if member_id is None:
+            return
+        stored = co.assignment_of(before.group, member_id)
+        self._static[name] = _StaticCheck(name, frozenset(stored or ()), before.now)
+
+    def _revoke_before_assign(self, e: Event) -> list[Violation]:
+        generation = e.get("generation", NO_GENERATION)
+        who = e["member"]
+        out: list[Violation] = []
+        mine, other = (self._assigned, self._revoked) if e["name"] == ev.PARTITIONS_ASSIGNED else \
+            (self._revoked, self._assigned)
+        for tp in ev.partitions_of(e):
+            key = (tp, generation)
+            mine[key] = who
+            peer = other.get(key)
+            if peer is not None and peer != who:
+                giver, taker = (peer, who) if e["name"] == ev.PARTITIONS_ASSIGNED else (who, peer)
+                out.append(Violation(REVOKE_BEFORE_ASSIGN, e["timestamp"], f"{tp} is revoked by {giver} and "
+                                     f"assigned to {taker} in the same generation {generation}",
+                                     (giver, taker), (tp,)))
+        if len(self._assigned) + len(self._revoked) > 100_000:  # keep the recent generations only
+            floor = generation - 2
+            self._assigned = {k: v for k, v in self._assigned.items() if k[1] >= floor}
+            self._revoked = {k: v for k, v in self._revoked.items() if k[1] >= floor}
+        return out
+
+    # -- converges ---------------------------------------------------------------------------------
+
+    def _convergence(self, before: SystemState, action: Action, after: SystemState,
+                     events: tuple[Event, ...]) -> None:
+        disturbed = isinstance(action, (*sy.FAULTS, sy.MemberResumes))
+        if isinstance(action, sy.HeartbeatThreadRuns):
+            m, n = sy.running_member(before, action.member), sy.running_member(after, action.member)
+            disturbed = m is not None and n is not None and n.generation.has_reset() \
+                and not m.generation.has_reset()  # the poll timeout made it leave
+        if any(e["name"] == ev.COORDINATOR_MEMBER_REMOVED for e in events):
+            disturbed = True
+        if disturbed:
+            self.last_disturbance = after.now
+            self.rebalances_since_disturbance = 0
+            self.settled_since_disturbance = False
+        self.rebalances_since_disturbance += sum(1 for e in events if e["name"] == ev.COORDINATOR_REBALANCE)
+        if not self.settled_since_disturbance and after.network.empty() and settled(after):
+            self.settled_since_disturbance = True
+            bound = rebalance_bound(after)
+            self.max_rebalances_after_faults = max(self.max_rebalances_after_faults,
+                                                   self.rebalances_since_disturbance)
+            if self.rebalances_since_disturbance > bound:
+                self.violations.append(Violation(
+                    CONVERGES, after.now, f"the group took {self.rebalances_since_disturbance} rebalances to "
+                    f"settle after the last disturbance at {self.last_disturbance} ms (bound {bound})"))
+            self.violations.extend(complete(after))
+
+    def finish(self, final: SystemState) -> list[Violation]:
+        """End of the run: a group that has had time to settle since the last disturbance but did
+        not fails ``converges``; a pending static-rejoin check that never completed fails too if
+        the member had a session timeout's worth of time."""
+        out: list[Violation] = []
+        horizon = convergence_horizon(self.config)
+        if not self.settled_since_disturbance and final.now - self.last_disturbance > horizon:
+            out.append(Violation(CONVERGES, final.now, f"the group has not settled {final.now - self.last_disturbance}"
+                                 f" ms after the last disturbance at {self.last_disturbance} ms "
+                                 f"(allowed {horizon} ms)"))
+        for member, check in self._static.items():
+            if final.now - check.since > self.config.session_timeout_ms:
+                out.append(Violation(STATIC_REJOIN, final.now, f"static member {member} restarted at "
+                                     f"{check.since} ms and never got its assignment back", (member,)))
+        self.violations.extend(out)
+        return out

@@ -1,0 +1,662 @@
+"""The consumer side of the classic group protocol: one member's ``ConsumerCoordinator``.
+
+What a Kafka consumer does to stay in a group (Apache Kafka 4.1, clients/.../consumer/internals/
+``AbstractCoordinator`` and ``ConsumerCoordinator``), as pure functions on a frozen :class:`Member`.
+
+**Two threads.** A ``KafkaConsumer`` has an *application thread*, which calls ``poll()``, and a
+*heartbeat thread*. Joining, the rebalance callbacks (``onJoinPrepare``, ``onJoinComplete``) and
+the leader's assignment all run inside ``poll()`` on the application thread
+(``ConsumerCoordinator.poll`` -> ``ensureActiveGroup`` -> ``joinGroupIfNeeded``). The heartbeat
+thread runs only once the member has a JoinGroup answer (states COMPLETING_REBALANCE and STABLE);
+it sends a Heartbeat every ``heartbeat.interval.ms``, reads responses from the socket, and, if the
+application has not called ``poll()`` for ``max.poll.interval.ms``, leaves the group on its behalf
+(``handlePollTimeoutExpiry``). The model keeps that split: :func:`poll` is the application thread,
+:func:`heartbeat_tick` the heartbeat thread, :func:`receive` the response handlers, which run on
+whichever thread reads the socket (:func:`can_receive`). A *stalled* member (its application stuck
+between two ``poll()`` calls) runs only its heartbeat thread.
+
+**Member states** (``AbstractCoordinator.MemberState``): UNJOINED -> PREPARING_REBALANCE (JoinGroup
+sent) -> COMPLETING_REBALANCE (JoinGroup answered, SyncGroup sent) -> STABLE (SyncGroup answered).
+Any error answer, a reset or a poll timeout goes back to UNJOINED.
+
+**Generation** (``AbstractCoordinator.Generation``): (generation id, member id, protocol name).
+``NO_GENERATION`` is (-1, "", None). Errors reset it (``resetStateAndGeneration``):
+UNKNOWN_MEMBER_ID resets all of it; ILLEGAL_GENERATION resets the generation id and protocol but
+keeps the member id (KAFKA-13419); REBALANCE_IN_PROGRESS on SyncGroup resets nothing, the member
+just rejoins (KAFKA-14639 reverted KAFKA-13891's reset). A reset is only applied when the answer
+is for the generation the member still has (``generationUnchanged``).
+
+**Rebalance protocol** (``ConsumerCoordinator`` constructor): the highest ``RebalanceProtocol``
+that *all* configured assignors support, so ``[cooperative-sticky, range]`` runs EAGER (the first
+step of the two-bounce upgrade to cooperative).
+
+**Callbacks** (``onJoinPrepare`` / ``onJoinComplete``; ``ConsumerRebalanceListener`` javadoc):
+
+* before rejoining, if the generation or member id was reset, everything owned is *lost*
+  (``onPartitionsLost``, only when non-empty), for both protocols;
+* otherwise EAGER revokes everything it owns, even an empty set, before it rejoins;
+  COOPERATIVE revokes only partitions of topics it no longer subscribes to (callback only when
+  non-empty);
+* after SyncGroup, COOPERATIVE revokes ``owned - assigned`` (then asks to rejoin, so the
+  partitions it gave up can be assigned in the next generation) and calls
+  ``onPartitionsAssigned(assigned - owned)`` exactly once, possibly empty; EAGER calls
+  ``onPartitionsAssigned(assigned)``. An assignment naming a topic the member no longer subscribes
+  to is not applied: the member rejoins without any callback
+  (``SubscriptionState.checkAssignmentMatchedSubscription``).
+
+Each callback is a trace event (``partitions_lost``, ``partitions_revoked``,
+``partitions_assigned``); a JoinGroup answer is ``group_joined`` and a SyncGroup answer
+``group_synced``. Events carry the member's context (group, member, member_id, instance_id,
+generation, protocol = eager / cooperative, assignor = the group's selected assignor).
+
+**Leader** (``ConsumerCoordinator.onLeaderElected``): the member the JoinGroup answer names as
+leader runs the selected assignor over the member list it got, with each member's subscription
+(topics, owned partitions, generation; ConsumerProtocolSubscription v2) and instance id, and sends
+the result in its SyncGroup. Partitions the assignor withholds (cooperative-sticky's
+``partitionsTransferringOwnership``) go to nobody this generation. The leader keeps a snapshot of
+the partition counts of the group's topics and rejoins when the metadata no longer matches it
+(``assignmentSnapshot``), which is how added partitions reach the group. A static leader rejoining
+a Stable group is told to skip the assignment (KIP-814) and keeps watching the metadata.
+
+**Static members** (``group.instance.id``, KIP-345) never send LeaveGroup (``maybeLeaveGroup`` /
+``isDynamicMember``); a restarted one joins with member id "" and its instance id.
+
+**Not modelled:** offset commits (the model consumes no records), coordinator discovery and
+fail-over, request timeouts and retry back-off (a retriable failure rejoins at the next poll),
+client-side session expiry (responses are never late), pattern subscriptions, racks.
+
+Mutant honoured here: ``stale-owned-after-sync-rebalance`` (see :func:`_sync_failed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+from model import events as ev
+from model.assignors import ASSIGNORS
+from model.assignors import assign as run_assignor
+from model.messages import (
+    NO_GENERATION as NO_GENERATION_ID,
+)
+from model.messages import (
+    UNKNOWN_MEMBER_ID,
+    ConsumerProtocolSubscription,
+    Errors,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    Request,
+    Response,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from model.types import RebalanceProtocol, Subscription, TopicPartition
+
+STALE_OWNED_AFTER_SYNC_REBALANCE = "stale-owned-after-sync-rebalance"
+
+Metadata = tuple[tuple[str, int], ...]  # the cluster's topics and partition counts, sorted by topic
+Event = dict[str, Any]
+Output = tuple["Member", tuple[Request, ...], tuple[Event, ...]]
+
+# Kafka's consumer defaults (ConsumerConfig, 4.x).
+DEFAULT_SESSION_TIMEOUT_MS = 45000
+DEFAULT_HEARTBEAT_INTERVAL_MS = 3000
+DEFAULT_MAX_POLL_INTERVAL_MS = 300000
+DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")  # partition.assignment.strategy default
+STICKY = "sticky"  # the one assignor that keeps its own memory in userData (StickyAssignor)
+
+
+class MemberState(str, Enum):
+    """``AbstractCoordinator.MemberState``."""
+
+    UNJOINED = "UNJOINED"  # not part of a group (yet, or any more)
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"  # JoinGroup sent, no answer yet
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # JoinGroup answered, SyncGroup sent
+    STABLE = "STABLE"  # SyncGroup answered; heartbeating
+
+    def has_not_joined(self) -> bool:
+        """``hasNotJoinedGroup``: the heartbeat thread is off in these states."""
+        return self is MemberState.UNJOINED or self is MemberState.PREPARING_REBALANCE
+
+
+class JoinFuture(str, Enum):
+    """Where ``joinFuture`` (the JoinGroup -> SyncGroup chain) stands."""
+
+    NONE = "none"  # no rebalance attempt under way
+    JOIN = "join"  # JoinGroup in flight
+    SYNC = "sync"  # SyncGroup in flight
+    SUCCEEDED = "succeeded"  # SyncGroup answered; the application thread has not handled it yet
+    FAILED = "failed"  # an error answer; the application thread has not handled it yet
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """``AbstractCoordinator.Generation``."""
+
+    generation_id: int = NO_GENERATION_ID
+    member_id: str = UNKNOWN_MEMBER_ID
+    protocol_name: str | None = None
+
+    def has_reset(self) -> bool:
+        """``hasGenerationReset``: ILLEGAL_GENERATION keeps the member id, so only these two."""
+        return self.generation_id == NO_GENERATION_ID and self.protocol_name is None
+
+
+NO_GENERATION = Generation()
+
+
+def rebalance_protocol(assignors: tuple[str, ...]) -> RebalanceProtocol:
+    """The highest protocol every configured assignor supports (``ConsumerCoordinator``'s
+    constructor sorts the common ones and takes the last). ``ValueError`` if there is none."""
+    common: set[RebalanceProtocol] | None = None
+    for name in assignors:
+        supported = set(ASSIGNORS[name].protocols)
+        common = supported if common is None else common & supported
+    if not common:
+        raise ValueError(f"assignors {list(assignors)} have no commonly supported rebalance protocol")
+    return RebalanceProtocol.COOPERATIVE if RebalanceProtocol.COOPERATIVE in common else RebalanceProtocol.EAGER
+
+
+@dataclass(frozen=True, slots=True)
+class MemberConfig:
+    """A consumer's group configuration (``GroupRebalanceConfig`` + the assignor list).
+
+    ``rebalance_timeout_ms`` is what JoinGroup carries; the Java consumer sets it to
+    ``max.poll.interval.ms`` (``GroupRebalanceConfig``), and so does the scenario format unless
+    told otherwise.
+    """
+
+    name: str  # the process name (trace field ``member``)
+    assignors: tuple[str, ...] = DEFAULT_ASSIGNORS
+    instance_id: str | None = None
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    rebalance_timeout_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
+    group_id: str = "group"
+    protocol: RebalanceProtocol = RebalanceProtocol.EAGER  # derived: use :func:`member_config`
+
+    @property
+    def dynamic(self) -> bool:
+        return self.instance_id is None
+
+
+def member_config(name: str, assignors: tuple[str, ...] = DEFAULT_ASSIGNORS, **settings: Any) -> MemberConfig:
+    """A :class:`MemberConfig` with its rebalance protocol derived from ``assignors``."""
+    return MemberConfig(name=name, assignors=assignors, protocol=rebalance_protocol(assignors), **settings)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One consumer process incarnation's group-membership state.
+
+    ``owned`` is ``SubscriptionState.assignedPartitions()``: what the application holds, from
+    ``onPartitionsAssigned`` until ``onPartitionsRevoked`` / ``onPartitionsLost``.
+    """
+
+    config: MemberConfig
+    conn: str  # this incarnation's connection id
+    subscription: tuple[str, ...]  # SubscriptionState.subscription(), sorted
+    state: MemberState = MemberState.UNJOINED
+    generation: Generation = NO_GENERATION
+    rejoin_needed: bool = True
+    rejoin_reason: str = ""
+    needs_join_prepare: bool = True
+    join: JoinFuture = JoinFuture.NONE
+    join_sent_generation: Generation = NO_GENERATION  # the generation the JoinGroup/SyncGroup went with
+    join_result: tuple[TopicPartition, ...] | Errors | None = None  # when SUCCEEDED / FAILED
+    joined_subscription: tuple[str, ...] | None = None  # the subscription the last JoinGroup carried
+    owned: frozenset[TopicPartition] = frozenset()
+    is_leader: bool = False
+    assignment_snapshot: Metadata | None = None  # leader only: metadata the assignment used
+    sticky_memory: tuple[tuple[TopicPartition, ...], int] | None = None  # StickyAssignor userData
+    heartbeat_due: int = 0  # the heartbeat timer (meaningful while the heartbeat thread runs)
+    heartbeats_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered Heartbeat
+    heartbeat_failure: Errors | None = None  # the heartbeat thread died (FENCED_INSTANCE_ID)
+    last_poll: int = 0  # the poll timer's start (Heartbeat.poll / resetTimeouts)
+    stalled_until: int | None = None  # the application thread is busy until then
+    fatal: Errors | None = None  # poll() threw a fatal error: the consumer is dead
+
+    # -- views ---------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def stalled(self) -> bool:
+        return self.stalled_until is not None
+
+    @property
+    def heartbeat_thread_enabled(self) -> bool:
+        return not self.state.has_not_joined() and self.heartbeat_failure is None and self.fatal is None
+
+
+def start(config: MemberConfig, conn: str, topics: tuple[str, ...], now: int) -> tuple[Member, tuple[Event, ...]]:
+    """A new incarnation: ``subscribe(topics)``; it joins at its first :func:`poll`."""
+    member = Member(config=config, conn=conn, subscription=tuple(sorted(set(topics))), last_poll=now)
+    return member, (member_event(member, ev.STARTUP_COMPLETE, now),)
+
+
+# -- events ------------------------------------------------------------------------------------
+
+
+def member_event(m: Member, name: str, now: int, **fields: Any) -> Event:
+    gen = m.generation
+    return ev.event(name, now, group=m.config.group_id, member=m.config.name, member_id=gen.member_id or None,
+                    instance_id=m.config.instance_id, generation=gen.generation_id,
+                    protocol=m.config.protocol.value, assignor=gen.protocol_name, **fields)
+
+
+# -- the application thread: poll() ---------------------------------------------------------------
+
+
+def _snapshot(metadata: Metadata, topics: frozenset[str] | tuple[str, ...]) -> Metadata:
+    """``MetadataSnapshot``: partition counts of ``topics`` (0 when the topic does not exist)."""
+    counts = dict(metadata)
+    return tuple((t, counts.get(t, 0)) for t in sorted(set(topics)))
+
+
+def _rejoin_needed_or_pending(m: Member, metadata: Metadata) -> tuple[Member, bool]:
+    """``ConsumerCoordinator.rejoinNeededOrPending``: the leader's metadata snapshot and the
+    subscription are checked first, each asking for a rejoin if it changed."""
+    if m.assignment_snapshot is not None and _snapshot(metadata, tuple(t for t, _ in m.assignment_snapshot)) \
+            != m.assignment_snapshot:
+        m = _request_rejoin_if_necessary(m, "cached metadata has changed")
+        return m, True
+    if m.joined_subscription is not None and m.joined_subscription != m.subscription:
+        m = _request_rejoin_if_necessary(m, "subscription has changed")
+        return m, True
+    return m, m.rejoin_needed or m.join is not JoinFuture.NONE
+
+
+def _request_rejoin(m: Member, reason: str) -> Member:
+    return replace(m, rejoin_needed=True, rejoin_reason=reason)
+
+
+def _request_rejoin_if_necessary(m: Member, reason: str) -> Member:
+    return m if m.rejoin_needed else _request_rejoin(m, reason)
+
+
+def _reset_state_and_rejoin(m: Member, reason: str, reset_member_id: bool) -> Member:
+    """``resetStateAndRejoin``: back to UNJOINED with the generation reset (member id kept when
+    ``reset_member_id`` is false), rejoin requested, ``onJoinPrepare`` to run again."""
+    generation = NO_GENERATION if reset_member_id else Generation(NO_GENERATION_ID, m.generation.member_id, None)
+    return replace(m, state=MemberState.UNJOINED, generation=generation, rejoin_needed=True,
+                   rejoin_reason=reason, needs_join_prepare=True)
+
+
+# Errors after which joinGroupIfNeeded rejoins at once (the `continue` in its loop).
+_REJOIN_AT_ONCE = frozenset({Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION, Errors.REBALANCE_IN_PROGRESS,
+                             Errors.MEMBER_ID_REQUIRED})
+# Errors joinGroupIfNeeded retries after a back-off (RetriableException); the rest are thrown.
+_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
+                        Errors.NOT_COORDINATOR})
+_UNJOINED_GROUP = Errors.NONE  # stands for UnjoinedGroupException (retriable) in join_result
+
+
+def poll_has_work(m: Member, metadata: Metadata) -> bool:
+    """Would ``poll()`` do anything now: handle a finished join, start a join, or throw?"""
+    if m.fatal is not None or m.stalled:
+        return False
+    if m.heartbeat_failure is not None or m.join is JoinFuture.SUCCEEDED or m.join is JoinFuture.FAILED:
+        return True
+    if m.join is not JoinFuture.NONE:
+        return False  # waiting for the coordinator
+    return _rejoin_needed_or_pending(m, metadata)[1]
+
+
+def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = frozenset()) -> Output:
+    """One call of ``KafkaConsumer.poll()``, as far as group membership goes
+    (``ConsumerCoordinator.poll`` -> ``joinGroupIfNeeded``): handle a finished JoinGroup/SyncGroup
+    chain (``onJoinComplete``, or the failure), then, while a rejoin is needed, run
+    ``onJoinPrepare`` (once per rebalance) and send JoinGroup. Returns at once while a request is
+    in flight: the answer is handled by :func:`receive` and the next poll.
+    """
+    if m.fatal is not None:
+        return m, (), ()
+    m = replace(m, last_poll=now)  # pollHeartbeat -> Heartbeat.poll
+    if m.heartbeat_failure is not None:  # pollHeartbeat rethrows the heartbeat thread's failure
+        return _die(m, m.heartbeat_failure, now)
+    requests: list[Request] = []
+    events: list[Event] = []
+    for _ in range(4):  # joinGroupIfNeeded's loop; each pass either waits, finishes or sends
+        if m.join is JoinFuture.SUCCEEDED:
+            m = _finish_join(m, now, events)
+        elif m.join is JoinFuture.FAILED:
+            error = m.join_result
+            assert isinstance(error, Errors)
+            m = replace(m, join=JoinFuture.NONE, join_result=None)
+            if error is not Errors.MEMBER_ID_REQUIRED:
+                m = _request_rejoin(m, f"rebalance failed due to {error.name}")
+            if error not in _REJOIN_AT_ONCE and error not in _RETRIABLE and error is not _UNJOINED_GROUP:
+                dead, reqs, evs = _die(m, error, now)
+                return dead, tuple(requests) + reqs, tuple(events) + evs
+            if error not in _REJOIN_AT_ONCE:
+                break  # retriable: back off, retry at the next poll
+        if m.join is not JoinFuture.NONE:
+            break  # a request is in flight
+        m, needed = _rejoin_needed_or_pending(m, metadata)
+        if not needed:
+            break
+        if m.needs_join_prepare:
+            m = _on_join_prepare(replace(m, needs_join_prepare=False), now, events)
+        m = _send_join_group(m, requests)
+    return m, tuple(requests), tuple(events)
+
+
+def _finish_join(m: Member, now: int, events: list[Event]) -> Member:
+    """joinGroupIfNeeded after its future succeeded: ``onJoinComplete`` unless the heartbeat
+    thread reset the generation or state meanwhile, in which case the rebalance failed."""
+    assignment = m.join_result
+    assert isinstance(assignment, tuple)
+    m = replace(m, join=JoinFuture.NONE, join_result=None)
+    if not m.generation.has_reset() and m.state is MemberState.STABLE:
+        m = _on_join_complete(m, assignment, now, events)
+        return replace(m, needs_join_prepare=True)
+    return _reset_state_and_rejoin(m, "rebalance failed since the generation/state was modified by heartbeat "
+                                      "thread before the rebalance callback triggered", True)
+
+
+def _on_join_prepare(m: Member, now: int, events: list[Event]) -> Member:
+    """``ConsumerCoordinator.onJoinPrepare`` (offset commits left out)."""
+    gen = m.generation
+    if gen.generation_id == NO_GENERATION_ID or gen.member_id == UNKNOWN_MEMBER_ID:
+        if m.owned:  # everything owned is lost: the member was already out of the group
+            events.append(member_event(m, ev.PARTITIONS_LOST, now, partitions=m.owned))
+            m = replace(m, owned=frozenset())
+    elif m.config.protocol is RebalanceProtocol.EAGER:
+        events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=m.owned))  # even when empty
+        m = replace(m, owned=frozenset())
+    else:
+        subscribed = set(m.subscription)
+        revoked = frozenset(tp for tp in m.owned if tp.topic not in subscribed)
+        if revoked:
+            events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=revoked))
+            m = replace(m, owned=m.owned - revoked)
+    return replace(m, is_leader=False)
+
+
+def _subscription_metadata(m: Member, assignor: str) -> ConsumerProtocolSubscription:
+    """``ConsumerCoordinator.metadata``: one protocol per configured assignor.
+
+    Owned partitions and generation are ConsumerProtocolSubscription v1/v2 fields, read by
+    cooperative-sticky. The eager StickyAssignor ignores them and reads its own userData (the
+    partitions of its last assignment and that generation, kept across revocations); the model's
+    sticky assignor reads the same two fields, so for it they carry that memory instead.
+    """
+    if assignor == STICKY:
+        owned, generation = m.sticky_memory if m.sticky_memory is not None else ((), NO_GENERATION_ID)
+        return ConsumerProtocolSubscription(m.subscription, owned, generation)
+    return ConsumerProtocolSubscription(m.subscription, tuple(sorted(m.owned)), m.generation.generation_id)
+
+
+def _send_join_group(m: Member, requests: list[Request]) -> Member:
+    """``initiateJoinGroup`` -> ``sendJoinGroupRequest``."""
+    c = m.config
+    requests.append(JoinGroupRequest(
+        member_id=m.generation.member_id, instance_id=c.instance_id, session_timeout_ms=c.session_timeout_ms,
+        rebalance_timeout_ms=c.rebalance_timeout_ms,
+        protocols=tuple((name, _subscription_metadata(m, name)) for name in c.assignors),
+        reason=m.rejoin_reason))
+    return replace(m, state=MemberState.PREPARING_REBALANCE, join=JoinFuture.JOIN,
+                   join_sent_generation=m.generation, joined_subscription=m.subscription)
+
+
+def _on_join_complete(m: Member, assignment: tuple[TopicPartition, ...], now: int,
+                      events: list[Event]) -> Member:
+    """``ConsumerCoordinator.onJoinComplete``."""
+    if not m.is_leader:
+        m = replace(m, assignment_snapshot=None)  # only the leader watches the metadata
+    assigned = frozenset(assignment)
+    subscribed = set(m.subscription)
+    if any(tp.topic not in subscribed for tp in assigned):
+        return _request_rejoin(m, "received assignment does not match the current subscription")
+    added = assigned - m.owned
+    if m.config.protocol is RebalanceProtocol.COOPERATIVE:
+        revoked = m.owned - assigned
+        if revoked:
+            events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=revoked))
+            m = _request_rejoin(m, "need to revoke partitions and re-join")
+    if m.generation.protocol_name == STICKY:  # invokeOnAssignment on the selected assignor
+        m = replace(m, sticky_memory=(tuple(sorted(assigned)), m.generation.generation_id))
+    m = replace(m, owned=assigned)
+    events.append(member_event(m, ev.PARTITIONS_ASSIGNED, now, partitions=added))
+    return m
+
+
+def _die(m: Member, error: Errors, now: int) -> Output:
+    """A fatal error thrown out of ``poll()`` (FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,
+    ...): the application gives up and closes without leaving the group. Whatever it owned is
+    lost: another incarnation has its instance id, or it was never accepted."""
+    events: list[Event] = []
+    if m.owned:
+        events.append(member_event(m, ev.PARTITIONS_LOST, now, partitions=m.owned))
+    dead = replace(m, owned=frozenset(), fatal=error, state=MemberState.UNJOINED)
+    events.append(member_event(dead, ev.SHUTDOWN_COMPLETE, now, error=error.name))
+    return dead, (), tuple(events)
+
+
+# -- the heartbeat thread ---------------------------------------------------------------------------
+
+
+def poll_deadline(m: Member) -> int | None:
+    """When the poll timer expires: only a stalled application misses its polls."""
+    return m.last_poll + m.config.max_poll_interval_ms if m.stalled else None
+
+
+def heartbeat_deadline(m: Member) -> int | None:
+    """The next time the heartbeat thread acts (a heartbeat or the poll timeout), or None."""
+    if not m.heartbeat_thread_enabled:
+        return None
+    deadline = poll_deadline(m)
+    return m.heartbeat_due if deadline is None else min(m.heartbeat_due, deadline)
+
+
+def heartbeat_tick(m: Member, now: int) -> Output:
+    """One pass of ``HeartbeatThread.run`` at ``now`` (>= :func:`heartbeat_deadline`): the poll
+    timeout is checked before the heartbeat timer."""
+    deadline = poll_deadline(m)
+    if deadline is not None and now >= deadline:
+        return maybe_leave_group(m, "consumer poll timeout has expired.", now)
+    if now >= m.heartbeat_due:
+        c = m.config
+        request = HeartbeatRequest(m.generation.member_id, c.instance_id, m.generation.generation_id)
+        return replace(m, heartbeat_due=now + c.heartbeat_interval_ms,
+                       heartbeats_in_flight=m.heartbeats_in_flight + (m.generation,)), (request,), ()
+    return m, (), ()
+
+
+def maybe_leave_group(m: Member, reason: str, now: int) -> Output:
+    """``AbstractCoordinator.maybeLeaveGroup``: a dynamic member that is in the group sends
+    LeaveGroup; static members never do. Either way the generation and member id are reset, so
+    the next ``onJoinPrepare`` declares everything owned lost."""
+    requests: tuple[Request, ...] = ()
+    if m.state is not MemberState.UNJOINED and m.generation.member_id != UNKNOWN_MEMBER_ID and m.config.dynamic:
+        requests = (LeaveGroupRequest(((m.generation.member_id, None),), reason),)
+    return _reset_state_and_rejoin(m, "consumer pro-actively leaving the group", True), requests, ()
+
+
+def close(m: Member, now: int) -> Output:
+    """``KafkaConsumer.close()``: ``onLeavePrepare`` (revoked, or lost when the generation was
+    reset or a rebalance is under way), then ``maybeLeaveGroup``, then the process ends."""
+    events: list[Event] = []
+    if m.owned:
+        reset = m.generation.generation_id == NO_GENERATION_ID or m.generation.member_id == UNKNOWN_MEMBER_ID
+        in_rebalance = m.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+        name = ev.PARTITIONS_LOST if reset or in_rebalance else ev.PARTITIONS_REVOKED
+        events.append(member_event(m, name, now, partitions=m.owned))
+        m = replace(m, owned=frozenset())
+    left, requests, _ = maybe_leave_group(m, "the consumer is being closed", now)
+    events.append(member_event(m, ev.SHUTDOWN_COMPLETE, now))
+    return replace(left, join=JoinFuture.NONE, join_result=None), requests, tuple(events)
+
+
+# -- response handlers --------------------------------------------------------------------------------
+
+
+def can_receive(m: Member) -> bool:
+    """Does some thread read this member's socket now? The application thread does unless it is
+    stalled; the heartbeat thread does while it runs (``client.pollNoWakeup`` in its loop)."""
+    return m.fatal is None and (not m.stalled or m.heartbeat_thread_enabled)
+
+
+def receive(m: Member, response: Response, now: int, metadata: Metadata,
+            mutants: frozenset[str] = frozenset()) -> Output:
+    """Handle one response from the coordinator (the ``*ResponseHandler.handle`` methods)."""
+    if m.fatal is not None:
+        return m, (), ()
+    if isinstance(response, HeartbeatResponse):
+        return _on_heartbeat_response(m, response, now)
+    if isinstance(response, JoinGroupResponse):
+        return _on_join_group_response(m, response, now, metadata, mutants)
+    if isinstance(response, SyncGroupResponse):
+        return _on_sync_group_response(m, response, now, mutants)
+    if isinstance(response, LeaveGroupResponse | OffsetCommitResponse):
+        return m, (), ()  # LeaveGroupResponseHandler only logs
+    raise TypeError(f"unexpected response {response!r}")
+
+
+def _fail_join(m: Member, error: Errors) -> Member:
+    return replace(m, join=JoinFuture.FAILED, join_result=error)
+
+
+def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata: Metadata,
+                            mutants: frozenset[str]) -> Output:
+    """``JoinGroupResponseHandler.handle``."""
+    if m.join is not JoinFuture.JOIN:
+        return m, (), ()  # an answer for a chain the member abandoned (closed, restarted)
+    error = r.error
+    if error is Errors.NONE:
+        if m.state is not MemberState.PREPARING_REBALANCE:  # left the group meanwhile
+            return _fail_join(m, _UNJOINED_GROUP), (), ()
+        generation = Generation(r.generation, r.member_id, r.protocol_name)
+        # The heartbeat thread is enabled: Heartbeat.resetTimeouts restarts its timers.
+        m = replace(m, state=MemberState.COMPLETING_REBALANCE, generation=generation,
+                    heartbeat_due=now + m.config.heartbeat_interval_ms, last_poll=now)
+        events: tuple[Event, ...] = (member_event(m, ev.GROUP_JOINED, now, leader=r.leader),)
+        if r.leader == r.member_id:
+            m, assignments = _on_leader_elected(m, r, metadata, mutants)
+        else:
+            assignments = ()
+        request = SyncGroupRequest(generation.member_id, m.config.instance_id, generation.generation_id,
+                                   generation.protocol_name, assignments)
+        return replace(m, join=JoinFuture.SYNC, join_sent_generation=generation), (request,), events
+    if error is Errors.UNKNOWN_MEMBER_ID:
+        if m.generation == m.join_sent_generation:
+            m = _reset_state_and_rejoin(m, "encountered UNKNOWN_MEMBER_ID from JOIN_GROUP response", True)
+        return _fail_join(m, error), (), ()
+    if error is Errors.MEMBER_ID_REQUIRED:  # KIP-394: adopt the id the coordinator made, rejoin
+        m = replace(m, generation=Generation(NO_GENERATION_ID, r.member_id, None))
+        m = _request_rejoin(m, f"need to re-join with the given member-id: {r.member_id}")
+        return _fail_join(m, error), (), ()
+    return _fail_join(m, error), (), ()  # REBALANCE_IN_PROGRESS retries; FENCED_INSTANCE_ID etc. are fatal
+
+
+def _on_leader_elected(m: Member, r: JoinGroupResponse, metadata: Metadata,
+                       mutants: frozenset[str]) -> tuple[Member, tuple[tuple[str, tuple[TopicPartition, ...]], ...]]:
+    """``ConsumerCoordinator.onLeaderElected``: run the selected assignor on the member list."""
+    protocol = r.protocol_name
+    assert protocol is not None
+    subscriptions = [Subscription(member_id=jm.member_id, topics=jm.metadata.topics, owned=jm.metadata.owned,
+                                  generation=jm.metadata.generation, instance_id=jm.instance_id,
+                                  rack=jm.metadata.rack) for jm in r.members]
+    group_topics = frozenset(t for s in subscriptions for t in s.topics) | frozenset(m.subscription)
+    m = replace(m, is_leader=True, assignment_snapshot=_snapshot(metadata, tuple(group_topics)))
+    if r.skip_assignment:  # KIP-814: a static leader rejoining a Stable group keeps what it has
+        return m, ()
+    result = run_assignor(protocol, dict(metadata), subscriptions, mutants=mutants)
+    withheld = result.transferring
+    assignments = tuple(sorted(
+        (member_id, tuple(sorted(tp for tp in tps if tp not in withheld)))
+        for member_id, tps in result.assignment.items()))
+    return m, assignments
+
+
+def _on_sync_group_response(m: Member, r: SyncGroupResponse, now: int, mutants: frozenset[str]) -> Output:
+    """``SyncGroupResponseHandler.handle``."""
+    if m.join is not JoinFuture.SYNC:
+        return m, (), ()
+    error = r.error
+    if error is Errors.NONE:
+        if m.generation.has_reset() or m.state is not MemberState.COMPLETING_REBALANCE:
+            return _fail_join(m, Errors.ILLEGAL_GENERATION), (), ()  # the heartbeat thread reset it
+        if r.protocol_name is not None and r.protocol_name != m.generation.protocol_name:
+            return _fail_join(m, Errors.INCONSISTENT_GROUP_PROTOCOL), (), ()
+        m = replace(m, state=MemberState.STABLE, rejoin_needed=False, rejoin_reason="",
+                    join=JoinFuture.SUCCEEDED, join_result=tuple(sorted(r.assignment)))
+        return m, (), (member_event(m, ev.GROUP_SYNCED, now, partitions=r.assignment),)
+    if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION, Errors.REBALANCE_IN_PROGRESS):
+        return _sync_failed(m, error, mutants), (), ()
+    return _fail_join(m, error), (), ()  # FENCED_INSTANCE_ID and the unexpected ones are fatal
+
+
+def _sync_failed(m: Member, error: Errors, mutants: frozenset[str]) -> Member:
+    """SyncGroup answered UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS.
+
+    Kafka 4.x: REBALANCE_IN_PROGRESS just rejoins (the generation from the JoinGroup answer is
+    kept, and owned partitions are claimed with it: KAFKA-14639 makes the assignor settle such
+    claims by generation); UNKNOWN_MEMBER_ID resets generation and member id; ILLEGAL_GENERATION
+    resets the generation only (KAFKA-13419), so the next ``onJoinPrepare`` declares everything
+    owned lost. Resets apply only if the generation is still the one the SyncGroup went with.
+
+    Mutant ``stale-owned-after-sync-rebalance``: ILLEGAL_GENERATION resets nothing either, so the
+    member keeps its partitions and rejoins claiming them with the generation it was just told
+    is stale (KAFKA-13419's bug).
+    """
+    if error is not Errors.REBALANCE_IN_PROGRESS and m.generation == m.join_sent_generation:
+        if not (error is Errors.ILLEGAL_GENERATION and STALE_OWNED_AFTER_SYNC_REBALANCE in mutants):
+            m = _reset_state_and_rejoin(m, f"encountered {error.name} from SYNC_GROUP response",
+                                        error is not Errors.ILLEGAL_GENERATION)
+    return _fail_join(m, error)
+
+
+def _on_heartbeat_response(m: Member, r: HeartbeatResponse, now: int) -> Output:
+    """``HeartbeatResponseHandler.handle`` and the heartbeat thread's listener."""
+    if not m.heartbeats_in_flight:
+        return m, (), ()
+    sent = m.heartbeats_in_flight[0]
+    m = replace(m, heartbeats_in_flight=m.heartbeats_in_flight[1:])
+    error = r.error
+    if error is Errors.REBALANCE_IN_PROGRESS:
+        if m.state is MemberState.STABLE:
+            m = _request_rejoin(m, "group is already rebalancing")
+    elif error in (Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID):
+        if m.generation == sent:
+            m = _reset_state_and_rejoin(m, f"encountered {error.name} from HEARTBEAT response",
+                                        error is not Errors.ILLEGAL_GENERATION)
+            if error is Errors.FENCED_INSTANCE_ID:
+                m = replace(m, heartbeat_failure=error)
+    return m, (), ()
+
+
+# -- faults and application calls -------------------------------------------------------------------
+
+
+def stall(m: Member, now: int, for_ms: int) -> Member:
+    """The application stops calling ``poll()`` for ``for_ms`` (a long record batch, a GC pause)."""
+    until = now + for_ms
+    if m.stalled_until is not None:
+        return replace(m, stalled_until=max(until, m.stalled_until))
+    return replace(m, stalled_until=until, last_poll=now)
+
+
+def resume(m: Member, now: int) -> Member:
+    return replace(m, stalled_until=None, last_poll=now)
+
+
+def subscribe(m: Member, topics: tuple[str, ...]) -> Member:
+    """``KafkaConsumer.subscribe(topics)``: the next poll sees the change and rejoins."""
+    return replace(m, subscription=tuple(sorted(set(topics))))
+
+
+def partitions_of(metadata: Metadata | Mapping[str, int], topics: tuple[str, ...]) -> frozenset[TopicPartition]:
+    counts = dict(metadata)
+    return frozenset(TopicPartition(t, p) for t in topics for p in range(counts.get(t, 0)))

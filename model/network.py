@@ -1,0 +1,120 @@
+"""The network between the consumers and the group coordinator.
+
+Semantics, in one paragraph: every consumer process incarnation has one connection to the
+coordinator, named by its connection id (``"a#1"``: member ``a``, first incarnation). Each
+connection carries two queues, requests (member -> coordinator) and responses (coordinator ->
+member). Each queue is **reliable and FIFO**: a message is delivered exactly once, in the order it
+was sent on that connection, and nothing is duplicated, corrupted or reordered within a
+connection. Queues of different connections are independent: the order of deliveries across
+connections is free (the transition system makes it a choice). When an incarnation dies its
+connection is **closed**: responses still queued for it are dropped and later ones are discarded.
+A crash also drops the requests it had queued (the process died before they left); a clean close
+keeps them, because ``KafkaConsumer.close`` waits for its pending requests, the LeaveGroup among
+them (``AbstractCoordinator.close`` -> ``awaitPendingRequests``).
+
+That is the contract Kafka's clients get from one TCP connection to the coordinator (the
+``NetworkClient`` keeps one connection per node and at most ``max.in.flight.requests.per.connection``
+requests in flight, answered in order; a broker processes one connection's requests in order). Not
+modelled: request timeouts and disconnects of a live process, and coordinator fail-over
+(``NOT_COORDINATOR`` / ``COORDINATOR_NOT_AVAILABLE``); the model's coordinator never moves.
+
+The value is a frozen, hashable record of two tuples of ``(conn, queue)`` pairs sorted by
+connection id; queues are tuples. Every function returns a new value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from model.messages import Request, Response
+
+Queue = tuple[tuple[str, tuple[object, ...]], ...]
+
+
+def _put(queues: Queue, conn: str, message: object) -> Queue:
+    """``queues`` with ``message`` appended to the queue of ``conn`` (created if missing)."""
+    for i, (c, q) in enumerate(queues):
+        if c == conn:
+            return queues[:i] + ((c, q + (message,)),) + queues[i + 1:]
+        if c > conn:
+            return queues[:i] + ((conn, (message,)),) + queues[i:]
+    return queues + ((conn, (message,)),)
+
+
+def _pop(queues: Queue, conn: str) -> tuple[Queue, object]:
+    """``queues`` without the head message of ``conn``'s queue, and that message."""
+    for i, (c, q) in enumerate(queues):
+        if c == conn:
+            rest = q[1:]
+            if rest:
+                return queues[:i] + ((c, rest),) + queues[i + 1:], q[0]
+            return queues[:i] + queues[i + 1:], q[0]
+    raise KeyError(f"no message queued on connection {conn!r}")
+
+
+def _head(queues: Queue, conn: str) -> object | None:
+    for c, q in queues:
+        if c == conn:
+            return q[0]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    """Messages in flight, per connection and direction. Empty queues are not stored."""
+
+    requests: Queue = ()  # member -> coordinator
+    responses: Queue = ()  # coordinator -> member
+    closed: frozenset[str] = frozenset()  # connections of dead incarnations
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def send_request(self, conn: str, request: Request) -> Network:
+        """A member sends ``request`` (a closed connection's process sends nothing more)."""
+        return Network(_put(self.requests, conn, request), self.responses, self.closed)
+
+    def send_response(self, conn: str, response: Response) -> Network:
+        """The coordinator answers on ``conn``; dropped if the connection is closed (the
+        incarnation that asked is gone)."""
+        if conn in self.closed:
+            return self
+        return Network(self.requests, _put(self.responses, conn, response), self.closed)
+
+    # -- delivering --------------------------------------------------------------------------
+
+    def pop_request(self, conn: str) -> tuple[Network, Request]:
+        queues, message = _pop(self.requests, conn)
+        return Network(queues, self.responses, self.closed), message  # type: ignore[return-value]
+
+    def pop_response(self, conn: str) -> tuple[Network, Response]:
+        queues, message = _pop(self.responses, conn)
+        return Network(self.requests, queues, self.closed), message  # type: ignore[return-value]
+
+    def head_request(self, conn: str) -> Request | None:
+        return _head(self.requests, conn)  # type: ignore[return-value]
+
+    def head_response(self, conn: str) -> Response | None:
+        return _head(self.responses, conn)  # type: ignore[return-value]
+
+    def request_conns(self) -> Iterator[str]:
+        """Connections with a request waiting, in connection-id order."""
+        return (c for c, _ in self.requests)
+
+    def response_conns(self) -> Iterator[str]:
+        """Connections with a response waiting, in connection-id order."""
+        return (c for c, _ in self.responses)
+
+    def empty(self) -> bool:
+        return not self.requests and not self.responses
+
+    def in_flight(self) -> int:
+        return sum(len(q) for _, q in self.requests) + sum(len(q) for _, q in self.responses)
+
+    # -- connection life ---------------------------------------------------------------------
+
+    def close(self, conn: str, *, drop_requests: bool) -> Network:
+        """The incarnation behind ``conn`` is gone: drop the responses queued for it, and its
+        queued requests too when ``drop_requests`` (a crash)."""
+        requests = tuple(p for p in self.requests if p[0] != conn) if drop_requests else self.requests
+        return Network(requests, tuple(p for p in self.responses if p[0] != conn), self.closed | {conn})

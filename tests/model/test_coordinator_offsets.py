@@ -1,0 +1,127 @@
+"""OffsetCommit on a classic group: ClassicGroup.validateOffsetCommit's checks in order, what is
+stored, and the ``commit-old-generation`` mutant (Kafka 4.1.1, OffsetMetadataManager.commitOffset)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model.coordinator import DEAD, EMPTY, committed, member
+from model.messages import Errors, OffsetCommitResponse
+from model.types import TopicPartition
+from tests.model.test_coordinator_harness import SESSION, Harness, tp
+
+
+def error(h: Harness, conn: str) -> Errors:
+    r = h.reply(conn)
+    assert isinstance(r, OffsetCommitResponse), r
+    assert {e for _, e in r.partition_errors} <= {r.error}
+    return r.error
+
+
+def test_offset_commit_from_current_generation_in_stable_is_stored() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1", "b#1"])
+    h.commit("a#1", ids["a#1"], 1, offsets=((tp(0), 5), (tp(2), 7)))
+    assert h.reply("a#1") == OffsetCommitResponse(Errors.NONE, ((tp(0), Errors.NONE), (tp(2), Errors.NONE)))
+    h.commit("b#1", ids["b#1"], 1, offsets=((tp(0), 9),))
+    assert committed(h.group) == {tp(0): 9, tp(2): 7}
+
+
+def test_offset_commit_resets_the_session_in_stable() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1"])
+    h.advance(9000)
+    h.commit("a#1", ids["a#1"], 1)
+    a = member(h.group, ids["a#1"])
+    assert a is not None and a.heartbeat_deadline == h.now + SESSION
+
+
+def test_offset_commit_old_generation_is_illegal_generation() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1"])
+    h.commit("a#1", ids["a#1"], 0)
+    assert error(h, "a#1") is Errors.ILLEGAL_GENERATION
+    assert committed(h.group) == {}
+
+
+def test_offset_commit_unknown_member_is_unknown_member_id_before_generation() -> None:
+    h = Harness()
+    h.stable_group(dynamic=["a#1"])
+    h.commit("z#1", "zombie", 0)
+    assert error(h, "z#1") is Errors.UNKNOWN_MEMBER_ID
+
+
+def test_offset_commit_fenced_instance_id() -> None:
+    h = Harness()
+    h.join("c#1", instance_id="ic")
+    h.settle()
+    h.finish_sync({"c#1": "ic-1"})
+    h.join("c#2", instance_id="ic")
+    h.commit("c#1", "ic-1", 1, instance_id="ic")
+    assert error(h, "c#1") is Errors.FENCED_INSTANCE_ID
+
+
+def test_offset_commit_in_completing_rebalance_is_rebalance_in_progress() -> None:
+    h = Harness()
+    a = h.new_member("a#1")
+    h.settle()
+    h.commit("a#1", a, 1)
+    assert error(h, "a#1") is Errors.REBALANCE_IN_PROGRESS
+    h.commit("a#1", a, 0)  # the generation is checked before the state
+    assert error(h, "a#1") is Errors.ILLEGAL_GENERATION
+
+
+def test_offset_commit_in_preparing_rebalance_with_current_generation_is_accepted() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1", "b#1"])
+    h.join("a#1", ids["a#1"])
+    h.advance(1000)
+    h.commit("b#1", ids["b#1"], 1)  # the generation that is ending: its members may still commit
+    assert error(h, "b#1") is Errors.NONE
+    b = member(h.group, ids["b#1"])
+    assert b is not None and b.heartbeat_deadline == h.now + SESSION
+
+
+def test_simple_consumer_commit_on_empty_group_is_accepted() -> None:
+    h = Harness()
+    h.commit("s#1", "", -1, offsets=((TopicPartition("x", 3), 42),))
+    assert error(h, "s#1") is Errors.NONE
+    assert committed(h.group) == {TopicPartition("x", 3): 42}
+    assert h.group.state is EMPTY
+
+
+def test_commit_generation_minus_one_from_outside_a_live_group_is_unknown_member_id() -> None:
+    h = Harness()
+    h.stable_group(dynamic=["a#1"])
+    h.commit("s#1", "", -1)
+    assert error(h, "s#1") is Errors.UNKNOWN_MEMBER_ID
+
+
+def test_commit_generation_minus_one_from_a_member_of_a_live_group_is_illegal_generation() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1"])
+    h.commit("a#1", ids["a#1"], -1)
+    assert error(h, "a#1") is Errors.ILLEGAL_GENERATION
+
+
+def test_commit_with_a_generation_to_an_empty_group_is_unknown_member_id() -> None:
+    h = Harness()
+    h.commit("a#1", "a-1", 0)
+    assert error(h, "a#1") is Errors.UNKNOWN_MEMBER_ID
+
+
+def test_offset_commit_on_dead_group_is_coordinator_not_available() -> None:
+    h = Harness()
+    h.group = replace(h.group, state=DEAD)
+    h.commit("s#1", "", -1)
+    assert error(h, "s#1") is Errors.COORDINATOR_NOT_AVAILABLE
+
+
+def test_commit_old_generation_mutant_accepts_a_stale_generation_only() -> None:
+    h = Harness(mutants={"commit-old-generation"})
+    ids = h.stable_group(dynamic=["a#1"])
+    h.commit("a#1", ids["a#1"], 0, offsets=((tp(1), 3),))
+    assert error(h, "a#1") is Errors.NONE
+    assert committed(h.group) == {tp(1): 3}
+    h.commit("z#1", "zombie", 0)  # identity is still checked
+    assert error(h, "z#1") is Errors.UNKNOWN_MEMBER_ID

@@ -1,0 +1,1082 @@
+"""The streaming checker: every catalogue invariant a captured trace allows, over the merged events.
+
+The history
+-----------
+The input is the events of :mod:`model.events`, from every file of a trace set, in time order
+(:mod:`traces.merge`). *Member events* belong to one consumer process (``member``; where a file
+does not say, the file is the member): its rebalance callbacks (``partitions_assigned``,
+``partitions_revoked``, ``partitions_lost``), what it consumed (``records_consumed``: per partition
+``minOffset`` / ``maxOffset``; ``record_data``), what it committed (``offsets_committed``:
+``offsets``, ``success``), its lifecycle (``startup_complete``, ``shutdown_complete``) and the
+JoinGroup / SyncGroup answers it got (``group_joined``, ``group_synced``), each optionally with the
+context fields ``group``, ``member_id``, ``instance_id``, ``generation``, ``protocol`` and
+``subscription`` (topic names). *Coordinator events* (``coordinator_*``) are the broker's view,
+read from a ``server.log`` or written by the model: rebalances with their reasons, stable
+generations (with the stored assignment when the model wrote them), members removed and why.
+
+Ownership
+---------
+A member owns a partition from the ``partitions_assigned`` that names it until the
+``partitions_revoked`` / ``partitions_lost`` that names it, its ``shutdown_complete``, or the end of
+its trace. ``partitions_assigned`` adds (cooperative callbacks name only what is added; an eager
+member has revoked everything before, so adding is right for both protocols).
+
+The rules
+---------
+- ``single-owner``: a partition assigned to a member while another still owns it opens an
+  *overlap*. It is judged when the old owner lets go. If the old owner was a **zombie** -- it
+  reported ``partitions_lost``; its trace ended without ``shutdown_complete`` and it had been silent
+  since the new owner got the partition (killed); the coordinator had removed its member id; or it
+  never reached the generation the new owner was assigned in -- the overlap is what Kafka allows
+  (``zombie-overlap``, a warning), *unless* the zombie consumed from the partition or committed it
+  after the new owner got it, which is a ``single-owner`` violation. Any other overlap is a
+  violation, except between files whose clocks may differ by up to ``skew_ms``: an overlap no longer
+  than that is tolerated (and counted). The coordinator's own stored assignment
+  (``coordinator_stable``) and KIP-848 member assignments are checked for a partition given twice.
+- ``consume-owned-only``: records consumed, and offsets committed, only for partitions owned at that
+  moment. A commit of a partition the member let go of is accepted when it commits no further than
+  what the member consumed while it owned it (a commit callback that ran after the revocation). A
+  commit that succeeded with a generation older than one the group had already reached is also
+  reported here: Kafka answers ILLEGAL_GENERATION (ClassicGroup.validateOffsetCommit).
+- ``no-gap``: when a member starts consuming a partition it was just assigned, its first offset is
+  not beyond the last committed offset (plus ``gap_slack``, for compaction or transaction markers).
+- ``generation-monotonic``: per member and file, the generation never goes down; -1 ("none", after
+  a reset) is always allowed; a new process (``startup_complete``) starts over.
+- ``eager-revoke-all``: an eager member owns nothing when it joins a new generation or is assigned.
+- ``revoke-before-assign`` (cooperative, needs generations): a partition is never revoked from one
+  member and assigned to another in the same generation, in either order.
+- ``revoke-only-moved`` (cooperative, needs generations): a member never revokes a partition and
+  gets it back in the same generation; nor revokes one before rejoining (with its old generation,
+  which only an unsubscribed topic justifies) and gets it back next with nobody having owned it
+  in between.
+- ``subscribed-only``: assigned partitions are of subscribed topics, where the member said what
+  it subscribes to.
+- ``converges`` (coordinator events): after the last membership change, a group needs at most one
+  rebalance (eager) or two (cooperative) to become stable again. Membership changes are members
+  joining, leaving, expiring or being fenced; a topic metadata or subscription change also restarts
+  the count. A streak over the bound is confirmed at the next stable generation (when the member
+  set is unchanged) or at the end of the trace.
+- ``static-rejoin`` (coordinator events): a static member replaced while the group is Stable does
+  not cause a rebalance (unless the group's protocol would change).
+
+Memory is per member and per partition (owners, offsets, open overlaps), never per event; findings
+are capped per invariant (the first ``max_findings``, the rest counted), and a run of the same
+violation by the same member on the same partition is one finding with a count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from model import events as ev_names
+from model.invariants.catalogue import CATALOGUE
+from traces.analytics import AnalyticsConfig, GroupAnalytics
+from traces.schema import (
+    BAD_FIELD,
+    TP,
+    BadField,
+    InputStats,
+    Located,
+    Source,
+    int_field,
+    partitions_field,
+    tp_json,
+    tp_label,
+)
+
+VIOLATION = "violation"
+WARNING = "warning"
+JSONL_FORMATS = frozenset({"groupspec", "verifiable-consumer", "kafkatest"})
+PROTOCOLS = frozenset({"eager", "cooperative", "consumer"})
+COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
+EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
+
+# Rebalance reasons (GroupCoordinator.scala / GroupMetadataManager.java prepareRebalance callers)
+# that mean the membership changed, or something outside the group did; anything else (a leader
+# or follower re-joining, a cooperative follow-up) counts towards the converges bound.
+_MEMBERSHIP_REASON = re.compile(
+    r"adding new member|removing member|on leavegroup|explicit `leavegroup`|left the group|"
+    r"pending sync request expiration|heartbeat expiration|session timeout|freshly-loaded group|"
+    r"new member|member (?:left|removed|expired|joined|fenced)|static member .* joined with change of protocol|"
+    r"selectedprotocol will change|metadata has changed|subscription changed|subscription has changed|"
+    r"partitions? (?:added|changed)|topic metadata|downgrade group",
+    re.IGNORECASE,
+)
+_PROTOCOL_CHANGE_REASON = re.compile(r"selectedprotocol will change|change of protocol", re.IGNORECASE)
+
+
+@dataclass
+class CheckConfig:
+    skew_ms: int = 0  # clocks of different files may differ by this much
+    default_group: str = "default"  # the group of events that name none
+    default_protocol: str | None = None  # the protocol of members that do not say (eager / cooperative)
+    gap_slack: int = 0  # offsets no-gap tolerates between the committed offset and the next consumed
+    max_findings: int = 100  # findings kept per invariant (the rest are counted)
+    max_evidence: int = 5  # file:line locations kept per finding
+    analytics: AnalyticsConfig = field(default_factory=AnalyticsConfig)
+
+
+class Finding:
+    __slots__ = ("invariant", "severity", "group", "members", "partitions", "t0", "t1", "evidence",
+                 "occurrences", "message", "max_evidence")
+
+    def __init__(self, invariant: str, severity: str, group: str, members: Iterable[str],
+                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
+                 max_evidence: int) -> None:
+        self.invariant = invariant
+        self.severity = severity
+        self.group = group
+        self.members = sorted(set(members))
+        self.partitions = sorted(set(partitions))
+        self.t0 = min(t0, t1)
+        self.t1 = max(t0, t1)
+        self.evidence = evidence[:max_evidence]
+        self.occurrences = 1
+        self.message = message
+        self.max_evidence = max_evidence
+
+    def again(self, ts: int, where: str) -> None:
+        self.occurrences += 1
+        self.t1 = max(self.t1, ts)
+        if len(self.evidence) < self.max_evidence and where not in self.evidence:
+            self.evidence.append(where)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "invariant": self.invariant,
+            "severity": self.severity,
+            "group": self.group,
+            "members": self.members,
+            "partitions": [tp_json(tp) for tp in self.partitions],
+            "window": [self.t0, self.t1],
+            "evidence": self.evidence,
+            "occurrences": self.occurrences,
+            "message": self.message,
+        }
+
+
+class Member:
+    """What the checker knows of one consumer process (and its restarts)."""
+
+    __slots__ = ("key", "group", "group_explicit", "member_id", "instance_id", "protocol", "generation",
+                 "gen_by_src", "owned", "fresh", "contested", "consumed_max", "known", "shutdown", "ended",
+                 "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
+                 "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl")
+
+    def __init__(self, key: str, group: str, explicit: bool, jsonl: bool) -> None:
+        self.key = key
+        self.group = group
+        self.group_explicit = explicit
+        self.member_id: str | None = None
+        self.instance_id: str | None = None
+        self.protocol: str | None = None
+        self.generation: int | None = None
+        self.gen_by_src: dict[int, int] = {}
+        self.owned: set[TP] = set()
+        self.fresh: set[TP] = set()  # assigned, not consumed yet (no-gap looks at the first offset)
+        self.contested: set[TP] = set()  # owned partitions someone else was assigned meanwhile
+        self.consumed_max: dict[TP, int] = {}
+        self.known = jsonl  # do we know everything it owns? (a callback trace from its start: yes)
+        self.shutdown = False
+        self.ended = False
+        self.first_ts: int | None = None
+        self.last_ts = 0
+        self.last_src = -1
+        self.incarnation = 0
+        self.subscription: frozenset[str] | None = None
+        self.assigned_gen: int | None = None
+        self.prepare_revoked: dict[TP, tuple[int, str]] = {}
+        self.complete_revoked: dict[int, set[TP]] = {}
+        self.eager_flagged: int | None = None
+        self.events = 0
+        self.jsonl = jsonl
+
+
+class Overlap:
+    """A partition assigned to ``new`` while ``old`` still owned it, until ``old`` lets go."""
+
+    __slots__ = ("tp", "old", "new", "start", "new_src", "new_where", "new_gen", "old_member_id",
+                 "activity", "cooperative")
+
+    def __init__(self, tp: TP, old: Member, new: Member, start: int, new_src: int, new_where: str,
+                 new_gen: int | None, cooperative: bool) -> None:
+        self.tp = tp
+        self.old = old
+        self.new = new
+        self.start = start
+        self.new_src = new_src
+        self.new_where = new_where
+        self.new_gen = new_gen
+        self.old_member_id = old.member_id
+        self.activity: tuple[str, str, int] | None = None  # (consumed|committed, where, ts) after start
+        self.cooperative = cooperative
+
+
+class RevokeRecord:
+    __slots__ = ("member", "generation", "ts", "where")
+
+    def __init__(self, member: Member, generation: int | None, ts: int, where: str) -> None:
+        self.member = member
+        self.generation = generation
+        self.ts = ts
+        self.where = where
+
+
+class GroupState:
+    """Per group: who owns what, committed offsets, and the coordinator's view."""
+
+    def __init__(self, name: str, analytics: AnalyticsConfig) -> None:
+        self.name = name
+        self.holders: dict[TP, list[Member]] = {}
+        self.last_owner: dict[TP, str] = {}
+        self.owner_epoch: dict[TP, int] = {}
+        self.last_revoke: dict[TP, RevokeRecord] = {}
+        self.committed: dict[TP, int] = {}
+        self.max_gen: int | None = None
+        self.max_gen_ts = 0
+        self.max_gen_src = -1
+        self.max_gen_where = ""
+        # coordinator view
+        self.coordinator = False
+        self.coord_state: str | None = None
+        self.assignor: str | None = None
+        self.stable_members: frozenset[str] | None = None
+        self.stable_count: int | None = None
+        self.streak = 0  # rebalances since the last membership change
+        self.change_pending = True
+        self.tentative: list[tuple[Finding, int]] = []
+        self.flagged_streak = False
+        self.static_watch: tuple[str, int, str] | None = None  # (instance id, ts, where)
+        self.kip848: dict[str, tuple[frozenset[TP], frozenset[TP]]] = {}
+        self.analytics = GroupAnalytics(name, analytics)
+
+
+class Checker:
+    """Feed it located events in time order (:meth:`run`), then :meth:`finish`."""
+
+    def __init__(self, sources: list[Source], config: CheckConfig, stats: InputStats,
+                 callback_members: frozenset[str] = frozenset()) -> None:
+        self.sources = sources
+        self.labels = [s.label for s in sources]
+        self.jsonl = [s.format in JSONL_FORMATS for s in sources]
+        self.config = config
+        self.stats = stats
+        self.callback_members = callback_members
+        self.members: dict[str, Member] = {}
+        self.groups: dict[str, GroupState] = {}
+        self.pending: dict[tuple[str, TP], list[Overlap]] = {}
+        self.removed: dict[str, tuple[int, str, str]] = {}  # member id -> (ts, reason, where)
+        self.findings: dict[str, list[Finding]] = {}
+        self.finding_counts: Counter[str] = Counter()
+        self.open_findings: dict[tuple[str, str, TP], Finding] = {}
+        self.opportunities: Counter[str] = Counter()
+        self.tolerated = 0  # overlaps within the clock-skew tolerance
+        self.unverified = 0  # consumption by members whose assignment was not known
+        self.events = 0
+        self.first_ts: int | None = None
+        self.last_ts: int | None = None
+        self.saw: Counter[str] = Counter()
+        self._dispatch: dict[str, Callable[[int, int, int, dict[str, Any]], None]] = {
+            ev_names.STARTUP_COMPLETE: self._startup,
+            ev_names.SHUTDOWN_COMPLETE: self._shutdown,
+            ev_names.PARTITIONS_ASSIGNED: self._assigned,
+            ev_names.PARTITIONS_REVOKED: self._revoked,
+            ev_names.PARTITIONS_LOST: self._lost,
+            ev_names.RECORDS_CONSUMED: self._consumed,
+            ev_names.RECORD_DATA: self._record_data,
+            ev_names.OFFSETS_COMMITTED: self._committed,
+            ev_names.GROUP_JOINED: self._joined,
+            ev_names.GROUP_SYNCED: self._synced,
+            ev_names.COORDINATOR_REBALANCE: self._coord_rebalance,
+            ev_names.COORDINATOR_STABLE: self._coord_stable,
+            ev_names.COORDINATOR_MEMBER_REMOVED: self._coord_removed,
+            ev_names.COORDINATOR_STATE: self._coord_state,
+        }
+
+    # ================================================================ driving
+
+    def run(self, located: Iterable[Located]) -> None:
+        """Check every event of ``located`` (time-ordered ``(ts, source, seq, line, event)``)."""
+        dispatch = self._dispatch
+        consumed = ev_names.RECORDS_CONSUMED
+        members = self.members
+        sources = self.sources
+        n = 0
+        first = self.first_ts
+        ts = self.last_ts if self.last_ts is not None else 0
+        for ts, src, _seq, line, ev in located:
+            n += 1
+            if first is None:
+                first = ts
+            name = ev["name"]
+            try:
+                if name == consumed:
+                    # The hot path, inlined: most of a trace is records_consumed.
+                    m = members.get(ev.get("member") or sources[src].member)
+                    if m is None or not m.jsonl \
+                            or ((g := ev.get("generation")) is not None and g != m.gen_by_src.get(src)) \
+                            or ((grp := ev.get("group")) is not None and grp != m.group) \
+                            or ((mid := ev.get("member_id")) is not None and mid != m.member_id):
+                        self._consumed(ts, src, line, ev)
+                        continue
+                    m.last_ts = ts
+                    m.last_src = src
+                    m.events += 1
+                    owned = m.owned
+                    for p in ev["partitions"]:
+                        tp = (p["topic"], p["partition"])
+                        if tp in owned:
+                            if tp in m.fresh:
+                                self._first_consumption(m, tp, p, ts, src, line)
+                            if m.contested and tp in m.contested:
+                                self._zombie_activity(m, tp, ts, src, line, "consumed")
+                            hi = p.get("maxOffset")
+                            if hi is not None:
+                                m.consumed_max[tp] = hi
+                        else:
+                            self._unowned(m, tp, ts, src, line, "consumed")
+                else:
+                    dispatch[name](ts, src, line, ev)
+            except (BadField, KeyError, TypeError, ValueError, AttributeError) as exc:
+                self.stats.skip(sources[src], line, BAD_FIELD, f"{name}: {exc}")
+        self.events += n
+        self.first_ts = first
+        if n:
+            self.last_ts = ts
+
+    # ================================================================ helpers
+
+    def where(self, src: int, line: int) -> str:
+        return f"{self.labels[src]}:{line}"
+
+    def _group(self, name: str) -> GroupState:
+        gs = self.groups.get(name)
+        if gs is None:
+            gs = self.groups[name] = GroupState(name, self.config.analytics)
+        return gs
+
+    def _member(self, src: int, ev: dict[str, Any]) -> Member:
+        key = ev.get("member") or self.sources[src].member
+        if not isinstance(key, str):
+            raise BadField(f"member is not a string: {key!r:.40}")
+        m = self.members.get(key)
+        group = ev.get("group")
+        if group is not None and not isinstance(group, str):
+            raise BadField(f"group is not a string: {group!r:.40}")
+        if m is None:
+            m = Member(key, group or self.config.default_group, group is not None, self.jsonl[src])
+            m.protocol = self.config.default_protocol
+            self.members[key] = m
+            self._group(m.group)
+        elif group is not None and group != m.group and not m.group_explicit and not m.owned:
+            m.group = group
+            m.group_explicit = True
+            self._group(group)
+        if not m.jsonl and self.jsonl[src]:
+            m.jsonl = m.known = True  # a callback trace from the process's start
+        return m
+
+    def _context(self, m: Member, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        """Update what is known of ``m`` from an event's context fields; check the generation."""
+        m.events += 1
+        if m.first_ts is None:
+            m.first_ts = ts
+        m.last_ts = ts
+        m.last_src = src
+        member_id = ev.get("member_id")
+        if member_id is not None:
+            if not isinstance(member_id, str):
+                raise BadField(f"member_id is not a string: {member_id!r:.40}")
+            if member_id:
+                m.member_id = member_id
+        instance_id = ev.get("instance_id")
+        if isinstance(instance_id, str) and instance_id:
+            m.instance_id = instance_id
+        protocol = ev.get("protocol")
+        if protocol in PROTOCOLS:
+            m.protocol = protocol
+        elif m.protocol is None:
+            assignor = ev.get("assignor")
+            if assignor in COOPERATIVE_ASSIGNORS:
+                m.protocol = "cooperative"
+            elif assignor in EAGER_ASSIGNORS:
+                m.protocol = "eager"
+        sub = ev.get("subscription")
+        if sub is not None:
+            if not isinstance(sub, list) or not all(isinstance(t, str) for t in sub):
+                raise BadField("subscription is not a list of topic names")
+            m.subscription = frozenset(sub)
+            self.saw["subscription"] += 1
+        gen = int_field(ev, "generation")
+        if gen is not None:
+            self._generation(m, gen, ts, src, line)
+
+    def _generation(self, m: Member, gen: int, ts: int, src: int, line: int) -> None:
+        self.saw["generation"] += 1
+        if gen >= 0:
+            last = m.gen_by_src.get(src)
+            self.opportunities["generation-monotonic"] += 1
+            if last is not None and gen < last:
+                self._finding("generation-monotonic", VIOLATION, m.group, [m.key], [], ts, ts,
+                              [self.where(src, line)],
+                              f"{m.key}'s generation went down from {last} to {gen} "
+                              f"(it may only drop to -1, after losing its partitions)",
+                              aggregate=("generation-monotonic", m.key, ("", -1)))
+            m.gen_by_src[src] = gen
+            gs = self._group(m.group)
+            if gs.max_gen is None or gen > gs.max_gen:
+                gs.max_gen, gs.max_gen_ts, gs.max_gen_src = gen, ts, src
+                gs.max_gen_where = self.where(src, line)
+        m.generation = gen
+
+    def _finding(self, invariant: str, severity: str, group: str, members: Iterable[str],
+                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
+                 aggregate: tuple[str, str, TP] | None = None) -> Finding | None:
+        if aggregate is not None:
+            existing = self.open_findings.get(aggregate)
+            if existing is not None:
+                existing.again(t1, evidence[0] if evidence else "")
+                return existing
+        self.finding_counts[invariant] += 1
+        finding = Finding(invariant, severity, group, members, partitions, t0, t1, evidence, message,
+                          self.config.max_evidence)
+        kept = self.findings.setdefault(invariant, [])
+        if len(kept) < self.config.max_findings:
+            kept.append(finding)
+        if aggregate is not None:
+            self.open_findings[aggregate] = finding
+        return finding
+
+    def _close_aggregate(self, invariant: str, member: str, tp: TP) -> None:
+        if self.open_findings:
+            self.open_findings.pop((invariant, member, tp), None)
+
+    def _callback_superseded(self, m: Member, src: int) -> bool:
+        """Client-log ownership lines of a member whose callbacks are traced elsewhere are context only."""
+        if not self.jsonl[src] and m.key in self.callback_members:
+            self.stats.superseded += 1
+            return True
+        return False
+
+    # ================================================================ lifecycle
+
+    def _startup(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        if m.events and not m.shutdown and not m.ended:
+            self._end_incarnation(m, "killed", m.last_ts, src, line)
+        m.owned.clear()
+        m.fresh.clear()
+        m.contested.clear()
+        m.consumed_max.clear()
+        m.prepare_revoked.clear()
+        m.complete_revoked.clear()
+        m.gen_by_src.clear()
+        m.generation = None
+        m.assigned_gen = None
+        m.member_id = None
+        m.shutdown = False
+        m.ended = False
+        m.known = True
+        m.incarnation += 1
+        self._context(m, ts, src, line, ev)
+
+    def _shutdown(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        self._context(m, ts, src, line, ev)
+        self._end_incarnation(m, "shutdown", ts, src, line)
+        m.shutdown = True
+        m.known = True
+
+    def _end_incarnation(self, m: Member, kind: str, ts: int, src: int, line: int) -> None:
+        gs = self._group(m.group)
+        for tp in sorted(m.owned):
+            self._release(m, gs, tp, ts, src, line, kind, m.generation)
+        m.owned.clear()
+        m.fresh.clear()
+        m.ended = True
+        gs.analytics.member_gone(m.key)
+
+    # ================================================================ ownership
+
+    def _assigned(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        tps = partitions_field(ev)
+        self._context(m, ts, src, line, ev)
+        if self._callback_superseded(m, src):
+            return
+        self.saw["ownership"] += 1
+        gs = self._group(m.group)
+        gen = m.generation
+        if gen is not None and gen < 0:
+            gen = None
+        where = self.where(src, line)
+        coop = m.protocol == "cooperative"
+        if m.protocol == "eager" and not m.known:
+            m.known = True  # an eager assignment is the whole assignment
+        new = [tp for tp in dict.fromkeys(tps) if tp not in m.owned]
+        if m.protocol == "eager" and new:
+            self.opportunities["eager-revoke-all"] += 1
+            if m.owned and m.eager_flagged != gen:
+                m.eager_flagged = gen
+                self._finding("eager-revoke-all", VIOLATION, m.group, [m.key], m.owned, ts, ts, [where],
+                              f"eager member {m.key} was assigned "
+                              f"{'generation ' + str(gen) + ' ' if gen is not None else ''}partitions "
+                              f"while it still owned {', '.join(map(tp_label, sorted(m.owned)))}; "
+                              f"eager members revoke everything before they rejoin "
+                              f"(ConsumerCoordinator.onJoinPrepare)")
+        if m.subscription is not None and new:
+            self.opportunities["subscribed-only"] += 1
+            foreign = [tp for tp in new if tp[0] not in m.subscription]
+            if foreign:
+                self._finding("subscribed-only", VIOLATION, m.group, [m.key], foreign, ts, ts, [where],
+                              f"{m.key} was assigned {', '.join(map(tp_label, foreign))} but subscribes only to "
+                              f"{', '.join(sorted(m.subscription))}")
+        for tp in new:
+            epoch = gs.owner_epoch.get(tp, 0) + 1
+            gs.owner_epoch[tp] = epoch
+            if coop:
+                self._cooperative_assign_checks(m, gs, tp, gen, epoch, ts, where)
+            holders = gs.holders.get(tp)
+            if holders:
+                self.opportunities["single-owner"] += 1
+                for h in holders:
+                    if h is m:
+                        continue
+                    ov = Overlap(tp, h, m, ts, src, where, gen, coop)
+                    self.pending.setdefault((h.key, tp), []).append(ov)
+                    h.contested.add(tp)
+                holders.append(m)
+            else:
+                self.opportunities["single-owner"] += 1
+                gs.holders[tp] = [m]
+            previous = gs.last_owner.get(tp)
+            gs.last_owner[tp] = m.key
+            m.owned.add(tp)
+            m.fresh.add(tp)
+            self._close_aggregate("consume-owned-only", m.key, tp)
+            gs.analytics.assigned(ts, m.key, tp, previous)
+        if gen is not None:
+            m.assigned_gen = gen
+            for old in [g for g in m.complete_revoked if g < gen]:
+                del m.complete_revoked[old]
+        m.prepare_revoked.clear()
+
+    def _cooperative_assign_checks(self, m: Member, gs: GroupState, tp: TP, gen: int | None, epoch: int,
+                                   ts: int, where: str) -> None:
+        if gen is None:
+            return
+        self.opportunities["revoke-only-moved"] += 1
+        self.opportunities["revoke-before-assign"] += 1
+        prepared = m.prepare_revoked.get(tp)
+        if prepared is not None and prepared[0] == epoch - 1:
+            self._finding("revoke-only-moved", VIOLATION, m.group, [m.key], [tp], ts, ts, [prepared[1], where],
+                          f"cooperative member {m.key} revoked {tp_label(tp)} before rejoining and got it back "
+                          f"in generation {gen} with nobody else owning it in between: it revoked a partition "
+                          f"that did not move")
+        if tp in m.complete_revoked.get(gen, ()):
+            self._finding("revoke-only-moved", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
+                          f"cooperative member {m.key} revoked {tp_label(tp)} and was assigned it again in the "
+                          f"same generation {gen}")
+        last = gs.last_revoke.get(tp)
+        if last is not None and last.member is not m and last.generation == gen:
+            self._finding("revoke-before-assign", VIOLATION, m.group, [last.member.key, m.key], [tp],
+                          last.ts, ts, [last.where, where],
+                          f"{tp_label(tp)} was revoked from {last.member.key} and assigned to {m.key} in the "
+                          f"same generation {gen}; cooperative rebalancing withholds a moving partition "
+                          f"until the generation after its revocation (KIP-429)")
+
+    def _revoked(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        self._let_go(ts, src, line, ev, "revoked")
+
+    def _lost(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        self._let_go(ts, src, line, ev, "lost")
+
+    def _let_go(self, ts: int, src: int, line: int, ev: dict[str, Any], kind: str) -> None:
+        m = self._member(src, ev)
+        tps = partitions_field(ev)
+        self._context(m, ts, src, line, ev)
+        if self._callback_superseded(m, src):
+            return
+        self.saw["ownership"] += 1
+        gs = self._group(m.group)
+        gen = m.generation
+        where = self.where(src, line)
+        if kind == "revoked" and m.protocol == "cooperative" and gen is not None and gen >= 0 \
+                and m.assigned_gen is not None:
+            for tp in tps:
+                if tp not in m.owned:
+                    continue
+                if gen == m.assigned_gen:
+                    m.prepare_revoked[tp] = (gs.owner_epoch.get(tp, 0), where)
+                elif gen > m.assigned_gen:
+                    m.complete_revoked.setdefault(gen, set()).add(tp)
+        for tp in tps:
+            if tp in m.owned:
+                self._release(m, gs, tp, ts, src, line, kind, gen)
+        if kind == "lost":
+            m.known = True
+
+    def _release(self, m: Member, gs: GroupState, tp: TP, ts: int, src: int, line: int, kind: str,
+                 gen: int | None) -> None:
+        m.owned.discard(tp)
+        m.fresh.discard(tp)
+        m.contested.discard(tp)
+        holders = gs.holders.get(tp)
+        if holders is not None:
+            if m in holders:
+                holders.remove(m)
+            if not holders:
+                del gs.holders[tp]
+        where = self.where(src, line)
+        if kind in ("revoked", "lost"):
+            gs.last_revoke[tp] = RevokeRecord(m, gen if gen is not None and gen >= 0 else None, ts, where)
+        for ov in self.pending.pop((m.key, tp), ()):
+            self._judge(ov, ts, src, where, kind, gen)
+        gs.analytics.released(ts, m.key, tp, not m.owned, bool(gs.holders.get(tp)))
+
+    def _zombie_reason(self, ov: Overlap, kind: str, t_end: int) -> str | None:
+        old = ov.old
+        if kind == "lost":
+            return f"{old.key} reported partitions_lost"
+        if kind in ("killed", "eof") and old.last_ts <= ov.start + self.config.skew_ms:
+            return (f"{old.key}'s trace ended without shutdown_complete and it had been silent since "
+                    f"{ov.new.key} got {tp_label(ov.tp)}")
+        mid = ov.old_member_id
+        if mid is not None and mid in self.removed:
+            removed_ts, reason, removed_where = self.removed[mid]
+            if removed_ts <= ov.start + self.config.skew_ms:
+                return f"the coordinator had removed {old.key} (member id {mid}, {reason}, {removed_where})"
+        if ov.new_gen is not None and old.generation is not None:
+            if old.generation < 0:
+                return f"{old.key}'s generation had been reset"
+            if old.generation < ov.new_gen:
+                return (f"{old.key} never reached generation {ov.new_gen}, in which {ov.new.key} was assigned "
+                        f"{tp_label(ov.tp)} (it was at {old.generation})")
+        return None
+
+    def _judge(self, ov: Overlap, t_end: int, src: int, where: str, kind: str, gen: int | None) -> None:
+        old, new, tp = ov.old, ov.new, ov.tp
+        gs = self._group(new.group)
+        window_end = max(ov.start, t_end)
+        zombie = self._zombie_reason(ov, kind, t_end)
+        ended = {"revoked": "revoked it", "lost": "lost it", "shutdown": "shut down",
+                 "killed": "was restarted", "eof": "still owned it when its trace ended"}[kind]
+        evidence = [ov.new_where, where]
+        if ov.cooperative and kind == "revoked" and gen is not None and gen == ov.new_gen:
+            self._finding("revoke-before-assign", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start,
+                          window_end, evidence,
+                          f"{tp_label(tp)} was assigned to {new.key} in generation {gen} before {old.key} "
+                          f"revoked it in the same generation (KIP-429)")
+        if zombie is not None:
+            if ov.activity is not None:
+                what, act_where, act_ts = ov.activity
+                self._finding("single-owner", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start,
+                              max(window_end, act_ts), [ov.new_where, act_where, where],
+                              f"zombie {old.key} {what} {tp_label(tp)} after {new.key} was assigned it "
+                              f"({zombie}); Kafka lets a zombie hold a partition, not use it")
+            else:
+                self._finding("zombie-overlap", WARNING, gs.name, [old.key, new.key], [tp], ov.start,
+                              window_end, evidence,
+                              f"{new.key} was assigned {tp_label(tp)} while zombie {old.key} still held it "
+                              f"({zombie}); {old.key} {ended}")
+            return
+        if src != ov.new_src and t_end - ov.start <= self.config.skew_ms:
+            self.tolerated += 1
+            return
+        self._finding("single-owner", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start, window_end,
+                      evidence,
+                      f"{tp_label(tp)} was owned by both {old.key} and {new.key} for {window_end - ov.start} ms: "
+                      f"{new.key} was assigned it before {old.key} {ended}")
+
+    # ================================================================ consumption
+
+    def _consumed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        parts = ev["partitions"]
+        if not isinstance(parts, list):
+            raise BadField("partitions is not a list")
+        self._context(m, ts, src, line, ev)
+        owned = m.owned
+        for p in parts:
+            tp = (p["topic"], p["partition"])
+            if tp in owned:
+                if tp in m.fresh:
+                    self._first_consumption(m, tp, p, ts, src, line)
+                if m.contested and tp in m.contested:
+                    self._zombie_activity(m, tp, ts, src, line, "consumed")
+                hi = p.get("maxOffset")
+                if hi is not None:
+                    m.consumed_max[tp] = hi
+            else:
+                self._unowned(m, tp, ts, src, line, "consumed")
+
+    def _record_data(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        offset = int_field(ev, "offset")
+        part = {"topic": ev["topic"], "partition": ev["partition"], "minOffset": offset, "maxOffset": offset}
+        self._consumed(ts, src, line, {**ev, "partitions": [part]})
+
+    def _first_consumption(self, m: Member, tp: TP, p: dict[str, Any], ts: int, src: int, line: int) -> None:
+        m.fresh.discard(tp)
+        low = p.get("minOffset")
+        if low is None:
+            return
+        self.saw["offsets"] += 1
+        gs = self._group(m.group)
+        committed = gs.committed.get(tp)
+        if committed is None:
+            return
+        self.opportunities["no-gap"] += 1
+        if low > committed + self.config.gap_slack:
+            self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
+                          f"{m.key} started {tp_label(tp)} at offset {low} but the committed offset was "
+                          f"{committed}: offsets {committed}..{low - 1} were never consumed")
+
+    def _zombie_activity(self, m: Member, tp: TP, ts: int, src: int, line: int, what: str) -> None:
+        for ov in self.pending.get((m.key, tp), ()):
+            tolerance = self.config.skew_ms if src != ov.new_src else 0
+            if ov.activity is None and ts > ov.start + tolerance:
+                ov.activity = (what, self.where(src, line), ts)
+
+    def _unowned(self, m: Member, tp: TP, ts: int, src: int, line: int, what: str) -> None:
+        if not m.known:
+            self.unverified += 1
+            return
+        self.opportunities["consume-owned-only"] += 1
+        after = " after its shutdown_complete" if m.shutdown else ""
+        self._finding("consume-owned-only", VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
+                      f"{m.key} {what} {tp_label(tp)}{after} without owning it",
+                      aggregate=("consume-owned-only", m.key, tp))
+
+    def _committed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        self._context(m, ts, src, line, ev)
+        self.saw["commits"] += 1
+        if ev.get("success", True) is False:
+            return
+        offsets = ev.get("offsets", ())
+        if not isinstance(offsets, list):
+            raise BadField("offsets is not a list")
+        gs = self._group(m.group)
+        gen = int_field(ev, "generation")
+        if gen is not None and gen >= 0 and gs.max_gen is not None and gs.max_gen > gen:
+            tolerance = self.config.skew_ms if src != gs.max_gen_src else 0
+            if ts > gs.max_gen_ts + tolerance:
+                self._finding("consume-owned-only", VIOLATION, m.group, [m.key],
+                              [(o["topic"], o["partition"]) for o in offsets], ts, ts,
+                              [self.where(src, line), gs.max_gen_where],
+                              f"{m.key}'s commit with generation {gen} succeeded after the group had reached "
+                              f"generation {gs.max_gen}; the coordinator answers ILLEGAL_GENERATION "
+                              f"(ClassicGroup.validateOffsetCommit)",
+                              aggregate=("stale-commit", m.key, ("", gen)))
+        for item in offsets:
+            tp = (item["topic"], item["partition"])
+            offset = item.get("offset")
+            if item.get("error"):
+                continue
+            if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
+                gs.committed[tp] = offset
+            if tp in m.owned:
+                self.opportunities["consume-owned-only"] += 1
+                if m.contested and tp in m.contested:
+                    self._zombie_activity(m, tp, ts, src, line, "committed")
+            elif m.known:
+                consumed = m.consumed_max.get(tp)
+                if consumed is not None and isinstance(offset, int) and offset <= consumed + 1:
+                    continue  # a late commit callback for what it consumed while it owned the partition
+                self._unowned(m, tp, ts, src, line, "committed")
+            else:
+                self.unverified += 1
+
+    # ================================================================ JoinGroup / SyncGroup answers
+
+    def _joined(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        self._context(m, ts, src, line, ev)
+        gen = int_field(ev, "generation")
+        gs = self._group(m.group)
+        reason = ev.get("reason") if isinstance(ev.get("reason"), str) else None
+        gs.analytics.client_rejoin(ts, m.key, reason, gen)
+        if m.protocol == "eager" and gen is not None and gen >= 0 and m.owned \
+                and (m.assigned_gen is None or gen > m.assigned_gen) and m.eager_flagged != gen:
+            if not self.jsonl[src] and m.key in self.callback_members:
+                return
+            m.eager_flagged = gen
+            self.opportunities["eager-revoke-all"] += 1
+            self._finding("eager-revoke-all", VIOLATION, m.group, [m.key], m.owned, ts, ts,
+                          [self.where(src, line)],
+                          f"eager member {m.key} joined generation {gen} while it still owned "
+                          f"{', '.join(map(tp_label, sorted(m.owned)))}; eager members revoke everything "
+                          f"before they rejoin (ConsumerCoordinator.onJoinPrepare)")
+
+    def _synced(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        m = self._member(src, ev)
+        self._context(m, ts, src, line, ev)
+
+    # ================================================================ coordinator events
+
+    def _coord_group(self, ev: dict[str, Any], ts: int, src: int, line: int) -> GroupState:
+        group = ev.get("group")
+        if group is not None and not isinstance(group, str):
+            raise BadField(f"group is not a string: {group!r:.40}")
+        gs = self._group(group or self.config.default_group)
+        gs.coordinator = True
+        self.saw["coordinator"] += 1
+        gen = int_field(ev, "generation")
+        if gen is not None and gen >= 0 and (gs.max_gen is None or gen > gs.max_gen):
+            gs.max_gen, gs.max_gen_ts, gs.max_gen_src = gen, ts, src
+            gs.max_gen_where = self.where(src, line)
+        state = ev.get("state")
+        if isinstance(state, str):
+            gs.coord_state = _normal_state(state)
+        assignor = ev.get("assignor")
+        if isinstance(assignor, str) and assignor:
+            gs.assignor = assignor
+        return gs
+
+    def _coord_rebalance(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        reason = ev.get("reason") if isinstance(ev.get("reason"), str) else ""
+        where = self.where(src, line)
+        gs.analytics.coordinator_rebalance(ts, reason or None)
+        if gs.static_watch is not None:
+            instance, watch_ts, watch_where = gs.static_watch
+            gs.static_watch = None
+            protocol_change = _PROTOCOL_CHANGE_REASON.search(reason) is not None
+            other_change = _MEMBERSHIP_REASON.search(reason) is not None and instance not in reason
+            if not protocol_change and not other_change:
+                self._finding("static-rejoin", VIOLATION, gs.name, [instance], [], watch_ts, ts,
+                              [watch_where, where],
+                              f"static member {instance} rejoined the Stable group and a rebalance followed"
+                              f"{' (reason: ' + reason + ')' if reason else ''}; a static member restarting "
+                              f"within the session timeout gets its assignment back with no rebalance "
+                              f"(KIP-345, GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin)")
+        if gs.change_pending or _MEMBERSHIP_REASON.search(reason):
+            gs.streak = 1
+            gs.change_pending = False
+            gs.flagged_streak = False
+            gs.tentative.clear()
+        else:
+            gs.streak += 1
+        bound, protocol = self._bound(gs)
+        self.opportunities["converges"] += 1
+        if gs.streak > bound and not gs.flagged_streak:
+            gs.flagged_streak = True
+            finding = Finding("converges", VIOLATION, gs.name, [], [], ts, ts, [where],
+                              f"group {gs.name} started rebalance {gs.streak} since its membership last changed; "
+                              f"with the {protocol} protocol it must be stable within {bound}"
+                              f"{' (reason: ' + reason + ')' if reason else ''}", self.config.max_evidence)
+            gs.tentative.append((finding, ts))
+
+    def _bound(self, gs: GroupState) -> tuple[int, str]:
+        protocol = None
+        if gs.assignor in COOPERATIVE_ASSIGNORS:
+            protocol = "cooperative"
+        elif gs.assignor in EAGER_ASSIGNORS:
+            protocol = "eager"
+        else:
+            protocols = {m.protocol for m in self.members.values() if m.group == gs.name and m.protocol}
+            if protocols == {"eager"}:
+                protocol = "eager"
+            elif "cooperative" in protocols:
+                protocol = "cooperative"
+        if protocol == "eager":
+            return 1, "eager"
+        if protocol == "cooperative":
+            return 2, "cooperative"
+        return 2, "unknown (the cooperative bound is used)"
+
+    def _coord_stable(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        gen = int_field(ev, "generation")
+        gs.analytics.coordinator_done(ts, "Stable", gen)
+        gs.static_watch = None
+        members = ev.get("members")
+        count = int_field(ev, "member_count")
+        member_set = frozenset(m for m in members if isinstance(m, str)) if isinstance(members, list) else None
+        if member_set is not None:
+            count = len(member_set)
+        changed = (member_set is not None and gs.stable_members is not None and member_set != gs.stable_members) \
+            or (count is not None and gs.stable_count is not None and count != gs.stable_count)
+        if changed:
+            gs.tentative.clear()
+            gs.streak = min(gs.streak, 1)
+            gs.flagged_streak = False
+        else:
+            self._confirm_tentative(gs)
+        if member_set is not None:
+            gs.stable_members = member_set
+        if count is not None:
+            gs.stable_count = count
+        assignment = ev.get("assignment")
+        if isinstance(assignment, dict):
+            self._check_stored_assignment(gs, assignment, gen, ts, self.where(src, line))
+
+    def _confirm_tentative(self, gs: GroupState) -> None:
+        for finding, _ts in gs.tentative:
+            self.finding_counts[finding.invariant] += 1
+            kept = self.findings.setdefault(finding.invariant, [])
+            if len(kept) < self.config.max_findings:
+                kept.append(finding)
+        gs.tentative.clear()
+
+    def _check_stored_assignment(self, gs: GroupState, assignment: dict[str, Any], gen: int | None, ts: int,
+                                 where: str) -> None:
+        owner: dict[TP, str] = {}
+        self.opportunities["single-owner"] += 1
+        for member_id, parts in assignment.items():
+            for tp in partitions_field({"p": parts}, "p"):
+                other = owner.get(tp)
+                if other is not None and other != member_id:
+                    self._finding("single-owner", VIOLATION, gs.name, [other, member_id], [tp], ts, ts, [where],
+                                  f"the coordinator stored generation {gen}'s assignment with {tp_label(tp)} "
+                                  f"given to both {other} and {member_id}")
+                owner[tp] = member_id
+
+    def _coord_removed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        member_id = ev.get("member_id")
+        if not isinstance(member_id, str) or not member_id:
+            raise BadField("coordinator_member_removed without a member_id")
+        reason = ev.get("reason") if isinstance(ev.get("reason"), str) else "removed"
+        where = self.where(src, line)
+        self.removed[member_id] = (ts, reason, where)
+        gs.kip848.pop(member_id, None)
+        instance = ev.get("instance_id")
+        replaced = reason == "fenced" and isinstance(instance, str) and instance
+        if replaced and (gs.coord_state == "Stable" or ev.get("state") == "Stable"):
+            # A static member taking over its own entry (KIP-345) is not a membership change.
+            self.opportunities["static-rejoin"] += 1
+            gs.static_watch = (str(instance), ts, where)
+        else:
+            gs.change_pending = True
+            gs.static_watch = None
+
+    def _coord_state(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        state = gs.coord_state
+        detail = ev.get("detail")
+        gen = int_field(ev, "generation")
+        if detail == "member-joined":
+            gs.change_pending = True
+            gs.static_watch = None
+        elif detail == "static-rejoin-without-rebalance":
+            gs.static_watch = None
+        elif detail == "member-assignment":
+            self._kip848_assignment(gs, ev, ts, src, line)
+        if state == "Empty" and detail is None:
+            gs.analytics.coordinator_done(ts, "Empty", gen)
+            gs.change_pending = True
+
+    def _kip848_assignment(self, gs: GroupState, ev: dict[str, Any], ts: int, src: int, line: int) -> None:
+        member_id = ev.get("member_id")
+        if not isinstance(member_id, str):
+            raise BadField("member assignment without member_id")
+        assigned = frozenset(partitions_field(ev))
+        pending = frozenset(partitions_field(ev, "pending_revocation"))
+        self.opportunities["single-owner"] += 1
+        for other, (o_assigned, o_pending) in gs.kip848.items():
+            if other == member_id:
+                continue
+            clash = assigned & (o_assigned | o_pending)
+            if clash:
+                self._finding("single-owner", VIOLATION, gs.name, [other, member_id], clash, ts, ts,
+                              [self.where(src, line)],
+                              f"the coordinator assigned {', '.join(map(tp_label, sorted(clash)))} to {member_id} "
+                              f"while {other} still held them (KIP-848: a partition is assigned only once its "
+                              f"previous owner has released it)")
+        gs.kip848[member_id] = (assigned, pending)
+
+    # ================================================================ the end
+
+    def finish(self) -> None:
+        """Judge what is still open at the end of the trace set."""
+        for m in self.members.values():
+            if m.owned and not m.ended:
+                gs = self._group(m.group)
+                for tp in sorted(m.owned):
+                    for ov in self.pending.pop((m.key, tp), ()):
+                        self._judge(ov, max(m.last_ts, ov.start), m.last_src, f"{self._label(m)}:end",
+                                    "eof", m.generation)
+                gs.analytics.member_gone(m.key)
+        for gs in self.groups.values():
+            if gs.streak > self._bound(gs)[0]:
+                self._confirm_tentative(gs)
+            gs.analytics.finish(self.last_ts)
+
+    def _label(self, m: Member) -> str:
+        return self.labels[m.last_src] if 0 <= m.last_src < len(self.labels) else m.key
+
+    # ================================================================ results
+
+    def all_findings(self) -> list[Finding]:
+        out = [f for kept in self.findings.values() for f in kept]
+        out.sort(key=lambda f: (f.severity != VIOLATION, f.t0, f.invariant, f.members))
+        return out
+
+    def unchecked(self) -> list[dict[str, Any]]:
+        """Which catalogue invariants could not be checked (or only in part), and why."""
+        out: list[dict[str, Any]] = []
+        members = list(self.members.values())
+        protocols = Counter(m.protocol for m in members)
+
+        def note(invariant: str, reason: str, partial: bool = False) -> None:
+            out.append({"invariant": invariant, "reason": reason, "partial": partial})
+
+        if not self.saw["ownership"] and not self.opportunities["single-owner"]:
+            note("single-owner", "no partitions_assigned events and no stored assignments in the trace")
+            note("zombie-overlap", "no partitions_assigned events in the trace")
+        if not self.saw["subscription"]:
+            note("subscribed-only", "no member said what it subscribes to (field subscription; Java client "
+                                    "logs: 'Subscribed to topic(s)')")
+        for invariant in ("complete", "balanced", "sticky", "stickiness-gap"):
+            note(invariant, "needs the topic metadata and every member's subscription for one assignment, "
+                            "which a trace does not carry; run `groupspec assign` on the assignment instead")
+        no_gen = not self.saw["generation"]
+        coop = protocols.get("cooperative", 0)
+        eager = protocols.get("eager", 0)
+        unknown = protocols.get(None, 0)
+        if no_gen:
+            note("generation-monotonic", "no generation in the events (plain VerifiableConsumer output has none)")
+        if coop == 0:
+            note("revoke-before-assign", "no member is known to use the cooperative protocol (field protocol, "
+                                         "assignor cooperative-sticky, or --protocol)")
+            note("revoke-only-moved", "no member is known to use the cooperative protocol")
+        elif no_gen:
+            note("revoke-before-assign", "without generations only the order is checked (as single-owner)",
+                 partial=True)
+            note("revoke-only-moved", "needs the generation of each callback, which these events do not carry")
+        if eager == 0:
+            note("eager-revoke-all", "no member is known to use the eager protocol (field protocol, an eager "
+                                     "assignor, or --protocol)")
+        elif unknown:
+            note("eager-revoke-all", f"{unknown} member(s) of unknown protocol were not checked", partial=True)
+        if unknown and coop:
+            note("revoke-only-moved", f"{unknown} member(s) of unknown protocol were not checked", partial=True)
+        if not self.saw["coordinator"]:
+            why = "needs the coordinator's view: a broker server.log or coordinator_* events"
+            note("converges", why)
+            note("static-rejoin", why)
+        if not self.saw["ownership"] and not self.saw["commits"]:
+            note("consume-owned-only", "no records_consumed or offsets_committed events")
+        elif self.unverified:
+            note("consume-owned-only", f"{self.unverified} consumption or commit entries came from members whose "
+                                       f"assignment was not known yet (a log that starts mid-way)", partial=True)
+        if not self.saw["offsets"] or not self.saw["commits"]:
+            note("no-gap", "needs records_consumed with minOffset and successful offsets_committed")
+        return out
+
+    def checked(self) -> list[str]:
+        skipped = {u["invariant"] for u in self.unchecked() if not u["partial"]}
+        return [inv for inv in CATALOGUE if inv not in skipped]
+
+
+def _normal_state(state: str) -> str:
+    """Kafka prints ClassicGroupState names (PreparingRebalance); the model writes them too."""
+    key = state.replace("_", "").replace("-", "").lower()
+    return {"preparingrebalance": "PreparingRebalance", "completingrebalance": "CompletingRebalance",
+            "stable": "Stable", "empty": "Empty", "dead": "Dead", "awaitingsync": "CompletingRebalance",
+            "assigning": "Assigning", "reconciling": "Reconciling"}.get(key, state)

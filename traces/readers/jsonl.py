@@ -1,0 +1,153 @@
+"""JSON Lines: groupspec's own traces, Apache Kafka's VerifiableConsumer, confluent-kafka's kafkatest.
+
+One reader for three producers of the same shape (DESIGN.md, "Formats" 2):
+
+- **VerifiableConsumer** (Apache Kafka, tools/src/main/java/org/apache/kafka/tools/VerifiableConsumer.java)
+  prints one JSON object per line on stdout: ``{"timestamp": ms, "name": ..., ...}`` with
+  ``startup_complete``, ``partitions_assigned`` / ``partitions_revoked`` (``partitions``: topic,
+  partition; from ``onPartitionsAssigned`` / ``onPartitionsRevoked``), ``records_consumed``
+  (``count``, ``partitions``: topic, partition, count, minOffset, maxOffset -- one per poll),
+  ``record_data`` (verbose only), ``offsets_committed`` (``offsets``, ``success``, ``error``) and
+  ``shutdown_complete``. One process, one file: the file is the member. It has no listener for
+  ``onPartitionsLost``, whose default calls ``onPartitionsRevoked``, so a lost assignment is printed
+  as ``partitions_revoked``.
+- **kafkatest** (confluent-kafka-python, ``confluent_kafka/kafkatest/verifiable_client.py``
+  ``VerifiableClient.send``) prints the same events with ``_time`` -- ``str(datetime.now())``, local
+  time -- instead of ``timestamp``.
+- **groupspec** JSON Lines add ``partitions_lost``, ``group_joined``, ``group_synced``, the
+  coordinator events and the context fields (:mod:`model.events`); the model's simulator and the
+  conformance drivers write it.
+
+The hot path is one ``orjson.loads`` per line (``json.loads`` if orjson is missing) and three
+checks; everything else about an event is checked where it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from traces.readers.logtime import parse_datetime_text
+from traces.schema import (
+    BAD_TIMESTAMP,
+    BINARY,
+    EVENT_NAMES,
+    INVALID_JSON,
+    MISSING_NAME,
+    NOT_AN_OBJECT,
+    TRUNCATED,
+    UNKNOWN_EVENT,
+    InputStats,
+    Located,
+    Source,
+    iter_lines,
+)
+
+try:
+    import orjson
+
+    loads: Callable[[bytes], Any] = orjson.loads
+except ImportError:  # pragma: no cover - orjson is the fast path, json the fallback
+    import json
+
+    loads = json.loads
+
+FORMATS = ("groupspec", "verifiable-consumer", "kafkatest")
+
+
+def classify_bad_line(raw: bytes) -> str | None:
+    """Why ``raw`` is not JSON: binary, truncated (the last line, cut short) or invalid; None if blank."""
+    if not raw.strip():
+        return None
+    if b"\x00" in raw:
+        return BINARY
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return BINARY
+    if not raw.endswith(b"\n"):  # only the file's last line can lack its newline
+        return TRUNCATED
+    return INVALID_JSON
+
+
+def preview(raw: bytes) -> str:
+    return raw[:80].decode("utf-8", "replace").rstrip("\r\n")
+
+
+def event_timestamp(obj: dict[str, Any]) -> int | None:
+    """``timestamp`` (ms; a float is truncated), or kafkatest's ``_time`` text; None if unusable."""
+    ts = obj.get("timestamp")
+    if isinstance(ts, bool):
+        return None
+    if isinstance(ts, int):
+        return ts
+    if isinstance(ts, float):
+        return int(ts) if ts == ts and abs(ts) < 1e18 else None
+    text = obj.get("_time")
+    if isinstance(text, str):
+        return parse_datetime_text(text)
+    return None
+
+
+def read(source: Source, stats: InputStats) -> Iterator[Located]:
+    """The events of one JSON Lines file, in file order, bad lines counted in ``stats``."""
+    names = EVENT_NAMES
+    src = source.index
+    n = 0
+    produced = 0
+    for raw in iter_lines(source.path):
+        n += 1
+        try:
+            obj = loads(raw)
+        except ValueError:
+            reason = classify_bad_line(raw)
+            if reason is not None:
+                stats.skip(source, n, reason, preview(raw))
+            continue
+        if type(obj) is not dict:
+            stats.skip(source, n, NOT_AN_OBJECT, preview(raw))
+            continue
+        name = obj.get("name")
+        if type(name) is not str or name not in names:
+            stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
+            continue
+        ts = obj.get("timestamp")
+        if type(ts) is not int:
+            ts = event_timestamp(obj)
+            if ts is None:
+                stats.skip(source, n, BAD_TIMESTAMP, preview(raw))
+                continue
+        produced += 1
+        yield ts, src, n, n, obj
+    stats.lines += n
+    stats.events_per_source[src] += produced
+
+
+def sniff(lines: list[str]) -> tuple[str, int] | None:
+    """(format, confidence) when the first lines look like JSON Lines trace events, else None."""
+    import json
+
+    seen = 0
+    fmt = "verifiable-consumer"
+    for line in lines:
+        text = line.strip()
+        if not text:
+            continue
+        if not text.startswith("{"):
+            return None
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue  # a truncated or bad line is the checker's to count, not a reason to refuse
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return None
+        seen += 1
+        if "_time" in obj and "timestamp" not in obj:
+            fmt = "kafkatest"
+        elif fmt != "kafkatest" and any(k in obj for k in ("member", "group", "member_id", "generation")):
+            fmt = "groupspec"
+        if obj["name"].startswith("coordinator_"):
+            fmt = "groupspec"
+        if seen >= 20:
+            break
+    return (fmt, 100) if seen else None

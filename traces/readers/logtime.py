@@ -1,0 +1,83 @@
+"""What the log readers share: the timestamp at the start of a log line, and Kafka's partition lists.
+
+Timestamps. Kafka's log4j pattern (``config/log4j2.yaml`` in 4.x, ``log4j.properties`` before:
+``[%d] %p %m (%c)%n``) prints ``[2025-01-31 12:00:00,123]``; Python's ``logging`` prints
+``2025-01-31 12:00:00,123``; ISO-8601 layouts print ``2025-01-31T12:00:00.123Z`` or with an offset.
+A time without a zone is read as UTC: the files of one trace set are compared with each other,
+so what matters is that they agree (``--skew-ms`` absorbs the rest). librdkafka's own log line
+carries seconds since the epoch (``%7|1738324800.123|FAC|name| ...``, rdkafka.c
+``rd_kafka_log_print``) and is read in its own reader.
+
+Partition lists. A Java ``TopicPartition`` prints as ``topic-partition``
+(clients/.../common/TopicPartition.java ``toString``); a collection of them as
+``[orders-0, orders-1]`` (4.x, a ``SortedSet``) or ``orders-0, orders-1`` (older clients joined
+them with ``Utils.join``). Topic names may contain ``-``, so the partition is after the last one.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from traces.schema import TP
+
+_TS = re.compile(
+    r"\[?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,9}))?"
+    r"(?:\s?(Z|[+-]\d{2}:?\d{2}))?\]?"
+)
+_DAY_CACHE: dict[tuple[int, int, int], int] = {}
+
+
+def _day_ms(year: int, month: int, day: int) -> int:
+    key = (year, month, day)
+    cached = _DAY_CACHE.get(key)
+    if cached is None:
+        cached = int(datetime(year, month, day, tzinfo=UTC).timestamp()) * 1000
+        if len(_DAY_CACHE) > 4096:
+            _DAY_CACHE.clear()
+        _DAY_CACHE[key] = cached
+    return cached
+
+
+def leading_timestamp(line: str) -> tuple[int, int] | None:
+    """``(epoch ms, end of the timestamp in line)`` for a timestamp at the start of ``line``, or None."""
+    m = _TS.match(line)
+    if m is None:
+        return None
+    year, month, day, hh, mm, ss, frac, zone = m.groups()
+    try:
+        ms = _day_ms(int(year), int(month), int(day))
+    except ValueError:
+        return None
+    ms += (int(hh) * 3600 + int(mm) * 60 + int(ss)) * 1000
+    if frac:
+        ms += int((frac + "00")[:3])
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "+" else 1  # 12:00+02:00 is 10:00Z
+        digits = zone[1:].replace(":", "")
+        ms += sign * (int(digits[:2]) * 60 + int(digits[2:4])) * 60_000
+    return ms, m.end()
+
+
+def parse_datetime_text(text: str) -> int | None:
+    """Epoch ms of a ``YYYY-MM-DD HH:MM:SS[.ffffff]`` text (Python's ``str(datetime.now())``), or None."""
+    found = leading_timestamp(text.strip())
+    return None if found is None else found[0]
+
+
+def java_tp(text: str) -> TP:
+    """``orders-3`` -> ``("orders", 3)``; ValueError when it is not ``topic-partition``."""
+    topic, sep, number = text.strip().rpartition("-")
+    if not sep or not topic or not number.isdigit():
+        raise ValueError(f"not a topic-partition: {text!r}")
+    return topic, int(number)
+
+
+def java_tp_list(text: str) -> list[TP]:
+    """A Java collection of TopicPartitions, bracketed or not; ``[]`` and ``""`` are empty."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1].strip()
+    if not body:
+        return []
+    return [java_tp(item) for item in body.split(",")]
