@@ -154,6 +154,7 @@ def capture(out_dir: Path, only: Sequence[str] | None = None) -> list[CaptureRes
 def write_readme(out_dir: Path, results: list[CaptureResult]) -> Path:
     """README.md describing every capture directory present in ``out_dir``."""
     v = versions()
+    d = RunConfig(client="")  # the defaults every capture uses
     by_name = {r.name: r for r in results}
     lines = [
         "# Traces captured from real clients",
@@ -164,15 +165,17 @@ def write_readme(out_dir: Path, results: list[CaptureResult]) -> Path:
         "    python -m conformance.capture --out tests/traces/samples/real",
         "",
         "or one with `--only NAME`. Names and the scenario are fixed; timestamps, member ids and which member",
-        "gets which partitions vary from run to run.",
+        "gets which partitions vary from run to run. `groupspec check DIR` reads a directory as one trace set.",
         "",
         f"Versions at the last capture: Python {v['python']}, librdkafka {v['librdkafka']}, "
         f"confluent-kafka {v['confluent-kafka']}, kafka-python {v['kafka-python']}, aiokafka {v['aiokafka']}.",
         "",
         "## Scenario (every directory)",
         "",
-        f"Topic `orders` (6 partitions), group `orders-group`, session.timeout.ms 3000, heartbeat 300 ms, the",
-        "mock's group.initial.rebalance.delay.ms 500. Steps, each followed by a wait until the live members own",
+        f"Topic `{d.topic}` ({d.partitions} partitions), group `{d.group}`, session.timeout.ms {d.session_timeout_ms}, "
+        f"heartbeat {d.heartbeat_interval_ms} ms, the",
+        f"mock's group.initial.rebalance.delay.ms {d.initial_rebalance_delay_ms}. Steps, each followed by a wait "
+        "until the live members own",
         f"every partition exactly once (balanced) and every produced record is committed; {RECORDS_PER_BATCH} records",
         "per partition are produced before the first join and after each later change:",
         "",
@@ -190,7 +193,8 @@ def write_readme(out_dir: Path, results: list[CaptureResult]) -> Path:
         "|---|---|",
         "| `<member>.jsonl` | the member's trace: groupspec JSON Lines (model/events.py names, `timestamp` in ms, context "
         "fields `member`, `group`, `protocol`, `assignor`, `client`, and `member_id` / `generation` where the client "
-        "exposes them); in `kafkatest-*` the VerifiableConsumer's own output |",
+        "exposes them; `startup_complete` also has `subscription` (topic names) and `pid`); in `kafkatest-*` the "
+        "VerifiableConsumer's own output |",
         "| `<member>.log` | the client library's own log of that member |",
         "| `mock-coordinator.log` | the mock cluster's `debug=mock` log, librdkafka's log format: group state changes "
         "(`changing state Up -> Joining: member join`), leader election with the generation, session timeouts |",
@@ -224,6 +228,12 @@ def write_readme(out_dir: Path, results: list[CaptureResult]) -> Path:
         "- The killed member is in the group until the mock's session check (every second) finds it expired; in that",
         "  window its last `partitions_assigned` still stands in its trace (no `partitions_lost`, no",
         "  `shutdown_complete`).",
+        "- The mock answers a follower's SyncGroup that arrives after the leader's with INVALID_REQUEST; librdkafka",
+        "  then rejoins (`SyncGroup error: Broker: Invalid request` in its log), which shows as an extra rebalance",
+        "  (kafka-python and aiokafka would die of it, hence the proxy). `groupspec check` may report `converges`",
+        "  for such a group: that is the mock's doing, not the client's. docs/embedded-coordinator.md lists the gaps.",
+        "- kafka-python and aiokafka report an empty `partitions_revoked` before their first join, and none when they",
+        "  close (their traces go from `partitions_assigned` to `shutdown_complete`); librdkafka revokes on close.",
         "- `records_consumed` can repeat offsets across owners when a commit failed or was not yet made when the",
         "  partition moved (at-least-once delivery); the capture waits for every record to be committed before the",
         "  next change, so this should be rare here.",

@@ -260,7 +260,10 @@ class MockCluster:
             raise MockClusterError("rd_kafka_conf_new failed")
         errstr = ctypes.create_string_buffer(512)
         settings = {"client.id": "groupspec-mock-owner", "log.connection.close": "false"}
-        if self._log_path is not None:
+        if self._log_path is None:
+            # The owner has no bootstrap.servers, which librdkafka notes (level 5) on stderr.
+            settings["log_level"] = "4"
+        else:
             settings["debug"] = self._debug
             self._log_file = open(self._log_path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
             self._log_cb = _LOG_CB(self._write_log)

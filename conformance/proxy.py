@@ -31,7 +31,7 @@ import contextlib
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -217,8 +217,7 @@ class SyncGroupProxy:
     async def _listen(self) -> None:
         self._cond = asyncio.Condition()
         for broker_id, upstream_port in self.upstreams.items():
-            server = await asyncio.start_server(
-                lambda r, w, port=upstream_port: self._spawn(self._serve(r, w, port)), LOOPBACK, 0)
+            server = await asyncio.start_server(self._accept(upstream_port), LOOPBACK, 0)
             self._servers.append(server)
             self.ports[broker_id] = server.sockets[0].getsockname()[1]
             self._note(f"broker {broker_id}: 127.0.0.1:{self.ports[broker_id]} -> 127.0.0.1:{upstream_port}")
@@ -250,10 +249,13 @@ class SyncGroupProxy:
 
     # -- forwarding -------------------------------------------------------------------------
 
-    def _spawn(self, coro: object) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _accept(self, upstream_port: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], None]:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.ensure_future(self._serve(reader, writer, upstream_port))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        return accepted
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, port: int) -> None:
         self.stats.connections += 1
@@ -329,7 +331,7 @@ class SyncGroupProxy:
             await asyncio.sleep(self.settle_ms / 1000)
             self.stats.released_all_synced += 1
             how = "all followers synced"
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.stats.released_timeout += 1
             missing = sorted(others - self._synced.get(key, set()))
             how = f"hold timeout, never synced: {missing}"

@@ -205,9 +205,9 @@ def join_existing_member(group: Group, conn: str, request: JoinGroupRequest, fx:
         return group
     if is_pending_member(group, member_id):
         if request.instance_id is not None:
-            raise ModelPreconditionError(
-                f"JoinGroup with group.instance.id {request.instance_id} for pending (dynamic) member "
-                f"{member_id}: Kafka throws IllegalStateException (UNKNOWN_SERVER_ERROR)")
+            # Kafka throws IllegalStateException here; the request fails with UNKNOWN_SERVER_ERROR.
+            fx.reply(conn, JoinGroupResponse(Errors.UNKNOWN_SERVER_ERROR, member_id=member_id))
+            return group
         return add_member_then_rebalance_or_complete_join(group, conn, request, member_id, fx)
     error = validate_member(group, member_id, request.instance_id)
     if error is not None:

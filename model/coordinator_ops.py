@@ -150,15 +150,15 @@ def remove(group: Group, member_id: str, fx: Effects, reason: str) -> Group:
 
     If it was the leader, the first remaining member (in member-id order) becomes leader, or none.
     It also stops being pending-join and pending-sync. Emits ``coordinator_member_removed`` with
-    ``reason`` when a member or pending member was actually dropped. Any parked request of the
-    member must be answered by the caller first (Kafka's callers do the same).
+    ``reason`` when a member or pending member was actually dropped. Callers answer the member's
+    parked JoinGroup first where Kafka does; a parked SyncGroup of a removed member is never answered.
     """
     gone = member(group, member_id)
     was_pending = any(p.member_id == member_id for p in group.pending_members)
     remaining = tuple(x for x in group.members if x.member_id != member_id)
     new_leader = group.leader
     if is_leader(group, member_id):
-        new_leader = group.leader
+        new_leader = remaining[0].member_id if remaining else None
     group = replace(
         group,
         members=remaining,

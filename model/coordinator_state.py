@@ -95,8 +95,9 @@ class GroupState(StrEnum):
     JoinGroup: same metadata -> answered at once with the current generation (the leader gets the member
     list); new member, changed metadata or a known static member with a new id -> PreparingRebalance.
     SyncGroup: parked; the leader's stores the assignment, answers every parked SyncGroup -> Stable.
-    Heartbeat: NONE. LeaveGroup: the member is removed -> PreparingRebalance. OffsetCommit: valid
-    member and generation -> REBALANCE_IN_PROGRESS.
+    Heartbeat: NONE (ClassicGroupState's javadoc says REBALANCE_IN_PROGRESS; the 4.x handler answers
+    NONE, since members may heartbeat between JoinGroup and SyncGroup). LeaveGroup: the member is
+    removed -> PreparingRebalance. OffsetCommit: valid member and generation -> REBALANCE_IN_PROGRESS.
     Goes to: Stable (leader's SyncGroup); PreparingRebalance (join as above, leave, session expiry,
     pending-sync expiry); Dead (out of scope).
     """)

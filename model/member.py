@@ -61,7 +61,13 @@ a Stable group is told to skip the assignment (KIP-814) and keeps watching the m
 **Static members** (``group.instance.id``, KIP-345) never send LeaveGroup (``maybeLeaveGroup`` /
 ``isDynamicMember``); a restarted one joins with member id "" and its instance id.
 
-**Not modelled:** offset commits (the model consumes no records), coordinator discovery and
+**Offset commits**: ``enable.auto.commit`` (the default) commits what is owned before every
+rebalance (``onJoinPrepare`` -> ``maybeAutoCommitOffsetsAsync``) and on ``close()``; an answer
+UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION resets the member like a heartbeat error would. The model
+consumes no records, so a committed position is the commit's time; the periodic auto-commit
+between rebalances and manual commits are left out.
+
+**Not modelled:** records and their consumption, coordinator discovery and
 fail-over, request timeouts and retry back-off (a retriable failure rejoins at the next poll),
 client-side session expiry (responses are never late), pattern subscriptions, racks.
 
@@ -91,6 +97,7 @@ from model.messages import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
     Request,
     Response,
@@ -181,6 +188,7 @@ class MemberConfig:
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
     group_id: str = "group"
+    auto_commit: bool = True  # enable.auto.commit (Kafka's default)
     protocol: RebalanceProtocol = RebalanceProtocol.EAGER  # derived: use :func:`member_config`
 
     @property
@@ -219,6 +227,8 @@ class Member:
     sticky_memory: tuple[tuple[TopicPartition, ...], int] | None = None  # StickyAssignor userData
     heartbeat_due: int = 0  # the heartbeat timer (meaningful while the heartbeat thread runs)
     heartbeats_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered Heartbeat
+    commits_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered OffsetCommit
+    commit_fenced: bool = False  # an async commit was answered FENCED_INSTANCE_ID (asyncCommitFenced)
     heartbeat_failure: Errors | None = None  # the heartbeat thread died (FENCED_INSTANCE_ID)
     last_poll: int = 0  # the poll timer's start (Heartbeat.poll / resetTimeouts)
     stalled_until: int | None = None  # the application thread is busy until then
@@ -306,7 +316,8 @@ def poll_has_work(m: Member, metadata: Metadata) -> bool:
     """Would ``poll()`` do anything now: handle a finished join, start a join, or throw?"""
     if m.fatal is not None or m.stalled:
         return False
-    if m.heartbeat_failure is not None or m.join is JoinFuture.SUCCEEDED or m.join is JoinFuture.FAILED:
+    if m.heartbeat_failure is not None or m.commit_fenced or m.join is JoinFuture.SUCCEEDED \
+            or m.join is JoinFuture.FAILED:
         return True
     if m.join is not JoinFuture.NONE:
         return False  # waiting for the coordinator
@@ -325,6 +336,8 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
     m = replace(m, last_poll=now)  # pollHeartbeat -> Heartbeat.poll
     if m.heartbeat_failure is not None:  # pollHeartbeat rethrows the heartbeat thread's failure
         return _die(m, m.heartbeat_failure, now)
+    if m.commit_fenced:  # invokeCompletedOffsetCommitCallbacks throws FencedInstanceIdException
+        return _die(m, Errors.FENCED_INSTANCE_ID, now)
     requests: list[Request] = []
     events: list[Event] = []
     for _ in range(4):  # joinGroupIfNeeded's loop; each pass either waits, finishes or sends
@@ -335,7 +348,8 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
             assert isinstance(error, Errors)
             m = replace(m, join=JoinFuture.NONE, join_result=None)
             if error is not Errors.MEMBER_ID_REQUIRED:
-                m = _request_rejoin(m, f"rebalance failed due to {error.name}")
+                cause = "UnjoinedGroupException" if error is _UNJOINED_GROUP else error.name
+                m = _request_rejoin(m, f"rebalance failed due to {cause}")
             if error not in _REJOIN_AT_ONCE and error not in _RETRIABLE and error is not _UNJOINED_GROUP:
                 dead, reqs, evs = _die(m, error, now)
                 return dead, tuple(requests) + reqs, tuple(events) + evs
@@ -347,7 +361,7 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
         if not needed:
             break
         if m.needs_join_prepare:
-            m = _on_join_prepare(replace(m, needs_join_prepare=False), now, events)
+            m = _on_join_prepare(replace(m, needs_join_prepare=False), now, events, requests)
         m = _send_join_group(m, requests)
     return m, tuple(requests), tuple(events)
 
@@ -365,8 +379,21 @@ def _finish_join(m: Member, now: int, events: list[Event]) -> Member:
                                       "thread before the rebalance callback triggered", True)
 
 
-def _on_join_prepare(m: Member, now: int, events: list[Event]) -> Member:
-    """``ConsumerCoordinator.onJoinPrepare`` (offset commits left out)."""
+def _commit_owned(m: Member, now: int, requests: list[Request]) -> Member:
+    """``maybeAutoCommitOffsetsAsync``: commit the position of every owned partition, sent only
+    while the member is STABLE (``sendOffsetCommitRequest`` uses ``generationIfStable`` and fails
+    locally otherwise). The model consumes no records, so a position is a stand-in: the time."""
+    if not m.config.auto_commit or not m.owned or m.state is not MemberState.STABLE:
+        return m
+    requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
+                                        tuple((tp, now) for tp in sorted(m.owned))))
+    return replace(m, commits_in_flight=m.commits_in_flight + (m.generation,))
+
+
+def _on_join_prepare(m: Member, now: int, events: list[Event], requests: list[Request]) -> Member:
+    """``ConsumerCoordinator.onJoinPrepare``: the auto-commit of what is owned (asynchronous; the
+    model does not wait for its answer), then the callbacks."""
+    m = _commit_owned(m, now, requests)
     gen = m.generation
     if gen.generation_id == NO_GENERATION_ID or gen.member_id == UNKNOWN_MEMBER_ID:
         if m.owned:  # everything owned is lost: the member was already out of the group
@@ -488,6 +515,8 @@ def close(m: Member, now: int) -> Output:
     """``KafkaConsumer.close()``: ``onLeavePrepare`` (revoked, or lost when the generation was
     reset or a rebalance is under way), then ``maybeLeaveGroup``, then the process ends."""
     events: list[Event] = []
+    commits: list[Request] = []
+    m = _commit_owned(m, now, commits)  # ConsumerCoordinator.close: maybeAutoCommitOffsetsSync
     if m.owned:
         reset = m.generation.generation_id == NO_GENERATION_ID or m.generation.member_id == UNKNOWN_MEMBER_ID
         in_rebalance = m.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
@@ -496,7 +525,7 @@ def close(m: Member, now: int) -> Output:
         m = replace(m, owned=frozenset())
     left, requests, _ = maybe_leave_group(m, "the consumer is being closed", now)
     events.append(member_event(m, ev.SHUTDOWN_COMPLETE, now))
-    return replace(left, join=JoinFuture.NONE, join_result=None), requests, tuple(events)
+    return replace(left, join=JoinFuture.NONE, join_result=None), tuple(commits) + requests, tuple(events)
 
 
 # -- response handlers --------------------------------------------------------------------------------
@@ -519,7 +548,9 @@ def receive(m: Member, response: Response, now: int, metadata: Metadata,
         return _on_join_group_response(m, response, now, metadata, mutants)
     if isinstance(response, SyncGroupResponse):
         return _on_sync_group_response(m, response, now, mutants)
-    if isinstance(response, LeaveGroupResponse | OffsetCommitResponse):
+    if isinstance(response, OffsetCommitResponse):
+        return _on_offset_commit_response(m, response), (), ()
+    if isinstance(response, LeaveGroupResponse):
         return m, (), ()  # LeaveGroupResponseHandler only logs
     raise TypeError(f"unexpected response {response!r}")
 
@@ -616,6 +647,25 @@ def _sync_failed(m: Member, error: Errors, mutants: frozenset[str]) -> Member:
             m = _reset_state_and_rejoin(m, f"encountered {error.name} from SYNC_GROUP response",
                                         error is not Errors.ILLEGAL_GENERATION)
     return _fail_join(m, error)
+
+
+def _on_offset_commit_response(m: Member, r: OffsetCommitResponse) -> Member:
+    """``OffsetCommitResponseHandler.handle`` for the asynchronous auto-commit."""
+    if not m.commits_in_flight:
+        return m
+    sent = m.commits_in_flight[0]
+    m = replace(m, commits_in_flight=m.commits_in_flight[1:])
+    error = r.error
+    if error is Errors.FENCED_INSTANCE_ID:
+        return replace(m, commit_fenced=True) if m.generation == sent else m
+    if error is Errors.REBALANCE_IN_PROGRESS:
+        return _request_rejoin(m, "offset commit failed since group is already rebalancing")
+    if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
+        if m.generation != sent and m.state is MemberState.PREPARING_REBALANCE:
+            return m  # already in another rebalance with a new generation: nothing to reset
+        return _reset_state_and_rejoin(m, f"encountered {error.name} from OFFSET_COMMIT response",
+                                       error is not Errors.ILLEGAL_GENERATION)
+    return m
 
 
 def _on_heartbeat_response(m: Member, r: HeartbeatResponse, now: int) -> Output:

@@ -17,6 +17,7 @@ from model.types import TopicPartition
 class Errors(IntEnum):
     """The error codes the group protocol answers with (``org.apache.kafka.common.protocol.Errors``)."""
 
+    UNKNOWN_SERVER_ERROR = -1
     NONE = 0
     OFFSET_METADATA_TOO_LARGE = 12
     COORDINATOR_LOAD_IN_PROGRESS = 14

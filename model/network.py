@@ -97,6 +97,13 @@ class Network:
     def head_response(self, conn: str) -> Response | None:
         return _head(self.responses, conn)  # type: ignore[return-value]
 
+    def responses_for(self, conn: str) -> tuple[Response, ...]:
+        """The responses queued for ``conn``, oldest first."""
+        for c, q in self.responses:
+            if c == conn:
+                return q  # type: ignore[return-value]
+        return ()
+
     def request_conns(self) -> Iterator[str]:
         """Connections with a request waiting, in connection-id order."""
         return (c for c, _ in self.requests)

@@ -42,7 +42,7 @@ from model.system import (
 DEFAULT_RUN_AFTER_LAST_STEP_MS = 60000
 
 CONFIG_KEYS = ("group_id", "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
-               "initial_rebalance_delay_ms", "max_poll_interval_ms")
+               "initial_rebalance_delay_ms", "max_poll_interval_ms", "enable_auto_commit")
 
 # action -> (required fields, optional fields), besides "at" and "do"
 STEP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -186,13 +186,17 @@ def _parse_config(value: Any) -> SystemConfig:
     max_poll_ms = max_poll or rebalance or mb.DEFAULT_MAX_POLL_INTERVAL_MS
     rebalance_ms = rebalance or max_poll_ms
     delay = setting("initial_rebalance_delay_ms", co.CoordinatorConfig().initial_rebalance_delay_ms, minimum=0)
+    auto_commit = value.get("enable_auto_commit", True)
+    if not isinstance(auto_commit, bool):
+        raise ScenarioError("config.enable_auto_commit", f"expected true or false, got {_describe(auto_commit)}")
     if heartbeat >= session:
         raise ScenarioError("config.heartbeat_interval_ms",
                             f"must be lower than session_timeout_ms ({heartbeat} >= {session}), as the "
                             "consumer requires (Heartbeat's constructor)")
     return SystemConfig(coordinator=co.CoordinatorConfig(group_id=group_id, initial_rebalance_delay_ms=delay),
                         session_timeout_ms=session, rebalance_timeout_ms=rebalance_ms,
-                        heartbeat_interval_ms=heartbeat, max_poll_interval_ms=max_poll_ms)
+                        heartbeat_interval_ms=heartbeat, max_poll_interval_ms=max_poll_ms,
+                        auto_commit=auto_commit)
 
 
 def _parse_steps(value: Any, topics: dict[str, int]) -> tuple[Step, ...]:

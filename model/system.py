@@ -166,13 +166,15 @@ class SystemConfig:
     rebalance_timeout_ms: int = mb.DEFAULT_MAX_POLL_INTERVAL_MS
     heartbeat_interval_ms: int = mb.DEFAULT_HEARTBEAT_INTERVAL_MS
     max_poll_interval_ms: int = mb.DEFAULT_MAX_POLL_INTERVAL_MS
+    auto_commit: bool = True
     mutants: frozenset[str] = frozenset()
 
     def member_config(self, name: str, assignors: tuple[str, ...], instance_id: str | None) -> MemberConfig:
         return mb.member_config(
             name, assignors, instance_id=instance_id, session_timeout_ms=self.session_timeout_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms, heartbeat_interval_ms=self.heartbeat_interval_ms,
-            max_poll_interval_ms=self.max_poll_interval_ms, group_id=self.coordinator.group_id)
+            max_poll_interval_ms=self.max_poll_interval_ms, group_id=self.coordinator.group_id,
+            auto_commit=self.auto_commit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,9 @@ the group enters PreparingRebalance (``coordinator_rebalance``, whose ``reason``
 coordinator logged: GroupMetadataManager.prepareRebalance / GroupCoordinator.prepareRebalance) and
 ends when it is Stable again (``coordinator_stable``) or Empty. Without coordinator lines it is
 taken from the clients: ownership changes (revoked, lost, assigned) and JoinGroup answers that
-follow each other with less than ``gap_ms`` between them form one rebalance; its reasons are the
-ones clients logged ("Request joining group due to: ..." in the Java client).
+follow each other with less than ``gap_ms`` between them form one rebalance, and its reasons are the
+ones clients logged ("Request joining group due to: ..." in the Java client); a newer generation
+starts a new one.
 
 Per rebalance:
 
@@ -37,7 +38,7 @@ from traces.schema import TP, tp_label
 
 @dataclass
 class AnalyticsConfig:
-    gap_ms: int = 5000  # client-side rebalances: ownership changes closer than this belong together
+    gap_ms: int = 2000  # client-side rebalances: ownership changes closer than this belong together
     window_ms: int = 60_000  # storm window
     threshold: int = 5  # rebalances within the window that make a storm
     max_rebalances: int = 10_000  # rebalances kept in detail per group
@@ -130,8 +131,12 @@ class GroupAnalytics:
         self.last = rb
         self.current = None
 
-    def _activity(self, ts: int) -> Rebalance | None:
-        """The rebalance client activity at ``ts`` belongs to (opening one in client mode)."""
+    def _activity(self, ts: int, generation: int | None = None) -> Rebalance | None:
+        """The rebalance client activity at ``ts`` belongs to (opening one in client mode).
+
+        Client mode: activity more than ``gap_ms`` after the last one, or of a generation newer than
+        the open rebalance's, starts a new rebalance.
+        """
         rb = self.current
         if self.coordinator_mode:
             if rb is not None:
@@ -140,11 +145,15 @@ class GroupAnalytics:
             if last is not None and last.end is not None and ts - last.end <= self.config.gap_ms:
                 return last
             return None
-        if rb is not None and ts - rb.last_activity > self.config.gap_ms:
+        if rb is not None and (ts - rb.last_activity > self.config.gap_ms
+                               or (generation is not None and rb.generation is not None
+                                   and generation > rb.generation)):
             self._close(rb.last_activity)
             rb = None
         if rb is None:
             rb = self._start(ts, "clients")
+        if generation is not None and rb.generation is None:
+            rb.generation = generation
         rb.last_activity = max(rb.last_activity, ts)
         return rb
 
@@ -163,7 +172,7 @@ class GroupAnalytics:
             self._close(ts, state, generation)
 
     def client_rejoin(self, ts: int, member: str, reason: str | None, generation: int | None) -> None:
-        rb = self._activity(ts)
+        rb = self._activity(ts, generation)
         if rb is None:
             if reason:
                 self._pending_reason[member] = reason
@@ -186,8 +195,9 @@ class GroupAnalytics:
         if rb is not None:
             rb.last_activity = max(rb.last_activity, ts)
 
-    def assigned(self, ts: int, member: str, tp: TP, previous_owner: str | None) -> None:
-        rb = self._activity(ts)
+    def assigned(self, ts: int, member: str, tp: TP, previous_owner: str | None,
+                 generation: int | None = None) -> None:
+        rb = self._activity(ts, generation)
         since = self._stopped_since.pop(member, None)
         released = self._released_at.pop(tp, None)
         if rb is not None:
@@ -222,6 +232,10 @@ class GroupAnalytics:
             interval[1] = max(ts, interval[0])
 
     # ---------------------------------------------------------------- result
+
+    def state_size(self) -> int:
+        return (len(self.rebalances) + len(self.storms) + len(self._starts) + len(self._stopped_since)
+                + len(self._released_at) + len(self._pending_reason) + self.intervals + len(self._open))
 
     def finish(self, end_ts: int | None) -> None:
         self.end_ts = end_ts

@@ -75,6 +75,7 @@ from typing import Any
 from model import events as ev_names
 from model.invariants.catalogue import CATALOGUE
 from traces.analytics import AnalyticsConfig, GroupAnalytics
+from traces.readers import JSONL_FORMATS
 from traces.schema import (
     BAD_FIELD,
     TP,
@@ -90,7 +91,6 @@ from traces.schema import (
 
 VIOLATION = "violation"
 WARNING = "warning"
-JSONL_FORMATS = frozenset({"groupspec", "verifiable-consumer", "kafkatest"})
 PROTOCOLS = frozenset({"eager", "cooperative", "consumer"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
@@ -165,11 +165,12 @@ class Member:
     __slots__ = ("key", "group", "group_explicit", "member_id", "instance_id", "protocol", "generation",
                  "gen_by_src", "owned", "fresh", "contested", "consumed_max", "known", "shutdown", "ended",
                  "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
-                 "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl")
+                 "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs")
 
-    def __init__(self, key: str, group: str, explicit: bool, jsonl: bool) -> None:
+    def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
         self.key = key
-        self.group = group
+        self.gs = group
+        self.group = group.name
         self.group_explicit = explicit
         self.member_id: str | None = None
         self.instance_id: str | None = None
@@ -300,12 +301,23 @@ class Checker:
     # ================================================================ driving
 
     def run(self, located: Iterable[Located]) -> None:
-        """Check every event of ``located`` (time-ordered ``(ts, source, seq, line, event)``)."""
+        """Check every event of ``located`` (time-ordered ``(ts, source, seq, line, event)``).
+
+        ``records_consumed`` and ``offsets_committed`` are most of any trace; their common case
+        (a known member of a callback trace, same file, generation, group and member id as its
+        last event) is inlined here and does only dictionary and set look-ups. Anything unusual
+        goes to the same handlers as every other event.
+        """
         dispatch = self._dispatch
-        consumed = ev_names.RECORDS_CONSUMED
-        members = self.members
+        consumed_name = ev_names.RECORDS_CONSUMED
+        committed_name = ev_names.OFFSETS_COMMITTED
+        fast_names = (consumed_name, committed_name)
+        members_get = self.members.get
+        default_member = [s.member for s in self.sources]
         sources = self.sources
         n = 0
+        checked = 0
+        commits = 0
         first = self.first_ts
         ts = self.last_ts if self.last_ts is not None else 0
         for ts, src, _seq, line, ev in located:
@@ -314,39 +326,68 @@ class Checker:
                 first = ts
             name = ev["name"]
             try:
-                if name == consumed:
-                    # The hot path, inlined: most of a trace is records_consumed.
-                    m = members.get(ev.get("member") or sources[src].member)
-                    if m is None or not m.jsonl \
-                            or ((g := ev.get("generation")) is not None and g != m.gen_by_src.get(src)) \
-                            or ((grp := ev.get("group")) is not None and grp != m.group) \
-                            or ((mid := ev.get("member_id")) is not None and mid != m.member_id):
-                        self._consumed(ts, src, line, ev)
-                        continue
-                    m.last_ts = ts
-                    m.last_src = src
-                    m.events += 1
-                    owned = m.owned
+                if name not in fast_names:
+                    dispatch[name](ts, src, line, ev)
+                    continue
+                get = ev.get
+                m = members_get(get("member") or default_member[src])
+                if m is None or src != m.last_src or not m.jsonl \
+                        or get("generation", m.generation) != m.generation \
+                        or get("group", m.group) != m.group \
+                        or get("member_id", m.member_id) != m.member_id:
+                    dispatch[name](ts, src, line, ev)
+                    continue
+                m.last_ts = ts
+                m.events += 1
+                owned = m.owned
+                if name == consumed_name:
+                    fresh = m.fresh
+                    contested = m.contested
+                    consumed_max = m.consumed_max
                     for p in ev["partitions"]:
                         tp = (p["topic"], p["partition"])
+                        checked += 1
                         if tp in owned:
-                            if tp in m.fresh:
+                            if fresh and tp in fresh:
                                 self._first_consumption(m, tp, p, ts, src, line)
-                            if m.contested and tp in m.contested:
+                            if contested and tp in contested:
                                 self._zombie_activity(m, tp, ts, src, line, "consumed")
                             hi = p.get("maxOffset")
                             if hi is not None:
-                                m.consumed_max[tp] = hi
+                                consumed_max[tp] = hi
                         else:
                             self._unowned(m, tp, ts, src, line, "consumed")
-                else:
-                    dispatch[name](ts, src, line, ev)
+                    continue
+                commits += 1
+                if get("success", True) is False:
+                    continue
+                gs = m.gs
+                gen = m.generation
+                if gen is not None and gs.max_gen is not None and gs.max_gen > gen >= 0:
+                    self._stale_commit(m, gs, gen, ev, ts, src, line)
+                committed = gs.committed
+                contested = m.contested
+                for o in ev["offsets"]:
+                    tp = (o["topic"], o["partition"])
+                    offset = o.get("offset")
+                    if "error" in o and o["error"]:
+                        continue
+                    if type(offset) is int and offset >= 0:
+                        committed[tp] = offset
+                    if tp in owned:
+                        checked += 1
+                        if contested and tp in contested:
+                            self._zombie_activity(m, tp, ts, src, line, "committed")
+                    else:
+                        self._commit_unowned(m, tp, offset, ts, src, line)
             except (BadField, KeyError, TypeError, ValueError, AttributeError) as exc:
                 self.stats.skip(sources[src], line, BAD_FIELD, f"{name}: {exc}")
-        self.events += n
-        self.first_ts = first
         if n:
+            self.events += n
             self.last_ts = ts
+            self.first_ts = first
+        self.opportunities["consume-owned-only"] += checked
+        self.saw["commits"] += commits
 
     # ================================================================ helpers
 
@@ -368,14 +409,13 @@ class Checker:
         if group is not None and not isinstance(group, str):
             raise BadField(f"group is not a string: {group!r:.40}")
         if m is None:
-            m = Member(key, group or self.config.default_group, group is not None, self.jsonl[src])
+            m = Member(key, self._group(group or self.config.default_group), group is not None, self.jsonl[src])
             m.protocol = self.config.default_protocol
             self.members[key] = m
-            self._group(m.group)
         elif group is not None and group != m.group and not m.group_explicit and not m.owned:
+            m.gs = self._group(group)
             m.group = group
             m.group_explicit = True
-            self._group(group)
         if not m.jsonl and self.jsonl[src]:
             m.jsonl = m.known = True  # a callback trace from the process's start
         return m
@@ -535,11 +575,10 @@ class Checker:
                 self._finding("subscribed-only", VIOLATION, m.group, [m.key], foreign, ts, ts, [where],
                               f"{m.key} was assigned {', '.join(map(tp_label, foreign))} but subscribes only to "
                               f"{', '.join(sorted(m.subscription))}")
+        if coop:
+            self._cooperative_assign_checks(m, gs, new, gen, ts, where)
         for tp in new:
-            epoch = gs.owner_epoch.get(tp, 0) + 1
-            gs.owner_epoch[tp] = epoch
-            if coop:
-                self._cooperative_assign_checks(m, gs, tp, gen, epoch, ts, where)
+            gs.owner_epoch[tp] = gs.owner_epoch.get(tp, 0) + 1
             holders = gs.holders.get(tp)
             if holders:
                 self.opportunities["single-owner"] += 1
@@ -558,36 +597,41 @@ class Checker:
             m.owned.add(tp)
             m.fresh.add(tp)
             self._close_aggregate("consume-owned-only", m.key, tp)
-            gs.analytics.assigned(ts, m.key, tp, previous)
+            gs.analytics.assigned(ts, m.key, tp, previous, gen)
         if gen is not None:
             m.assigned_gen = gen
             for old in [g for g in m.complete_revoked if g < gen]:
                 del m.complete_revoked[old]
         m.prepare_revoked.clear()
 
-    def _cooperative_assign_checks(self, m: Member, gs: GroupState, tp: TP, gen: int | None, epoch: int,
+    def _cooperative_assign_checks(self, m: Member, gs: GroupState, new: list[TP], gen: int | None,
                                    ts: int, where: str) -> None:
-        if gen is None:
+        """revoke-only-moved and revoke-before-assign for one cooperative assignment (before it is applied)."""
+        if gen is None or not new:
             return
-        self.opportunities["revoke-only-moved"] += 1
-        self.opportunities["revoke-before-assign"] += 1
-        prepared = m.prepare_revoked.get(tp)
-        if prepared is not None and prepared[0] == epoch - 1:
-            self._finding("revoke-only-moved", VIOLATION, m.group, [m.key], [tp], ts, ts, [prepared[1], where],
-                          f"cooperative member {m.key} revoked {tp_label(tp)} before rejoining and got it back "
-                          f"in generation {gen} with nobody else owning it in between: it revoked a partition "
-                          f"that did not move")
-        if tp in m.complete_revoked.get(gen, ()):
-            self._finding("revoke-only-moved", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
-                          f"cooperative member {m.key} revoked {tp_label(tp)} and was assigned it again in the "
-                          f"same generation {gen}")
-        last = gs.last_revoke.get(tp)
-        if last is not None and last.member is not m and last.generation == gen:
-            self._finding("revoke-before-assign", VIOLATION, m.group, [last.member.key, m.key], [tp],
-                          last.ts, ts, [last.where, where],
-                          f"{tp_label(tp)} was revoked from {last.member.key} and assigned to {m.key} in the "
-                          f"same generation {gen}; cooperative rebalancing withholds a moving partition "
-                          f"until the generation after its revocation (KIP-429)")
+        self.opportunities["revoke-only-moved"] += len(new)
+        self.opportunities["revoke-before-assign"] += len(new)
+        came_back = [tp for tp in new if (p := m.prepare_revoked.get(tp)) is not None
+                     and p[0] == gs.owner_epoch.get(tp, 0)]
+        if came_back:
+            self._finding("revoke-only-moved", VIOLATION, m.group, [m.key], came_back, ts, ts,
+                          [m.prepare_revoked[came_back[0]][1], where],
+                          f"cooperative member {m.key} revoked {', '.join(map(tp_label, came_back))} before "
+                          f"rejoining and got {'it' if len(came_back) == 1 else 'them'} back in generation {gen} "
+                          f"with nobody else owning them in between: it revoked partitions that did not move")
+        same = [tp for tp in new if tp in m.complete_revoked.get(gen, ())]
+        if same:
+            self._finding("revoke-only-moved", VIOLATION, m.group, [m.key], same, ts, ts, [where],
+                          f"cooperative member {m.key} revoked {', '.join(map(tp_label, same))} and was assigned "
+                          f"{'it' if len(same) == 1 else 'them'} again in the same generation {gen}")
+        for tp in new:
+            last = gs.last_revoke.get(tp)
+            if last is not None and last.member is not m and last.generation == gen:
+                self._finding("revoke-before-assign", VIOLATION, m.group, [last.member.key, m.key], [tp],
+                              last.ts, ts, [last.where, where],
+                              f"{tp_label(tp)} was revoked from {last.member.key} and assigned to {m.key} in the "
+                              f"same generation {gen}; cooperative rebalancing withholds a moving partition "
+                              f"until the generation after its revocation (KIP-429)")
 
     def _revoked(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         self._let_go(ts, src, line, ev, "revoked")
@@ -639,12 +683,10 @@ class Checker:
         gs.analytics.released(ts, m.key, tp, not m.owned, bool(gs.holders.get(tp)))
 
     def _zombie_reason(self, ov: Overlap, kind: str, t_end: int) -> str | None:
+        """Why the old owner of an overlap was a zombie, or None if it was a member in good standing."""
         old = ov.old
         if kind == "lost":
             return f"{old.key} reported partitions_lost"
-        if kind in ("killed", "eof") and old.last_ts <= ov.start + self.config.skew_ms:
-            return (f"{old.key}'s trace ended without shutdown_complete and it had been silent since "
-                    f"{ov.new.key} got {tp_label(ov.tp)}")
         mid = ov.old_member_id
         if mid is not None and mid in self.removed:
             removed_ts, reason, removed_where = self.removed[mid]
@@ -656,6 +698,9 @@ class Checker:
             if old.generation < ov.new_gen:
                 return (f"{old.key} never reached generation {ov.new_gen}, in which {ov.new.key} was assigned "
                         f"{tp_label(ov.tp)} (it was at {old.generation})")
+            return None  # it was a member of that generation: no excuse
+        if kind in ("killed", "eof"):
+            return f"{old.key}'s trace ended without shutdown_complete"
         return None
 
     def _judge(self, ov: Overlap, t_end: int, src: int, where: str, kind: str, gen: int | None) -> None:
@@ -760,18 +805,10 @@ class Checker:
         offsets = ev.get("offsets", ())
         if not isinstance(offsets, list):
             raise BadField("offsets is not a list")
-        gs = self._group(m.group)
-        gen = int_field(ev, "generation")
-        if gen is not None and gen >= 0 and gs.max_gen is not None and gs.max_gen > gen:
-            tolerance = self.config.skew_ms if src != gs.max_gen_src else 0
-            if ts > gs.max_gen_ts + tolerance:
-                self._finding("consume-owned-only", VIOLATION, m.group, [m.key],
-                              [(o["topic"], o["partition"]) for o in offsets], ts, ts,
-                              [self.where(src, line), gs.max_gen_where],
-                              f"{m.key}'s commit with generation {gen} succeeded after the group had reached "
-                              f"generation {gs.max_gen}; the coordinator answers ILLEGAL_GENERATION "
-                              f"(ClassicGroup.validateOffsetCommit)",
-                              aggregate=("stale-commit", m.key, ("", gen)))
+        gs = m.gs
+        gen = m.generation
+        if gen is not None and gs.max_gen is not None and gs.max_gen > gen >= 0:
+            self._stale_commit(m, gs, gen, ev, ts, src, line)
         for item in offsets:
             tp = (item["topic"], item["partition"])
             offset = item.get("offset")
@@ -783,13 +820,33 @@ class Checker:
                 self.opportunities["consume-owned-only"] += 1
                 if m.contested and tp in m.contested:
                     self._zombie_activity(m, tp, ts, src, line, "committed")
-            elif m.known:
-                consumed = m.consumed_max.get(tp)
-                if consumed is not None and isinstance(offset, int) and offset <= consumed + 1:
-                    continue  # a late commit callback for what it consumed while it owned the partition
-                self._unowned(m, tp, ts, src, line, "committed")
             else:
-                self.unverified += 1
+                self._commit_unowned(m, tp, offset, ts, src, line)
+
+    def _commit_unowned(self, m: Member, tp: TP, offset: Any, ts: int, src: int, line: int) -> None:
+        if not m.known:
+            self.unverified += 1
+            return
+        consumed = m.consumed_max.get(tp)
+        if consumed is not None and isinstance(offset, int) and offset <= consumed + 1:
+            return  # a late commit callback for what it consumed while it owned the partition
+        self._unowned(m, tp, ts, src, line, "committed")
+
+    def _stale_commit(self, m: Member, gs: GroupState, gen: int, ev: dict[str, Any], ts: int, src: int,
+                      line: int) -> None:
+        """A successful commit with a generation older than one the group had reached before it."""
+        assert gs.max_gen is not None
+        tolerance = self.config.skew_ms if src != gs.max_gen_src else 0
+        if ts <= gs.max_gen_ts + tolerance:
+            return
+        offsets = ev.get("offsets") or []
+        self._finding("consume-owned-only", VIOLATION, m.group, [m.key],
+                      [(o["topic"], o["partition"]) for o in offsets], ts, ts,
+                      [self.where(src, line), gs.max_gen_where],
+                      f"{m.key}'s commit with generation {gen} succeeded after the group had reached "
+                      f"generation {gs.max_gen}; the coordinator answers ILLEGAL_GENERATION "
+                      f"(ClassicGroup.validateOffsetCommit)",
+                      aggregate=("stale-commit", m.key, ("", gen)))
 
     # ================================================================ JoinGroup / SyncGroup answers
 
@@ -798,8 +855,7 @@ class Checker:
         self._context(m, ts, src, line, ev)
         gen = int_field(ev, "generation")
         gs = self._group(m.group)
-        reason = ev.get("reason") if isinstance(ev.get("reason"), str) else None
-        gs.analytics.client_rejoin(ts, m.key, reason, gen)
+        gs.analytics.client_rejoin(ts, m.key, _text(ev, "reason") or None, gen)
         if m.protocol == "eager" and gen is not None and gen >= 0 and m.owned \
                 and (m.assigned_gen is None or gen > m.assigned_gen) and m.eager_flagged != gen:
             if not self.jsonl[src] and m.key in self.callback_members:
@@ -839,7 +895,7 @@ class Checker:
 
     def _coord_rebalance(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         gs = self._coord_group(ev, ts, src, line)
-        reason = ev.get("reason") if isinstance(ev.get("reason"), str) else ""
+        reason = _text(ev, "reason")
         where = self.where(src, line)
         gs.analytics.coordinator_rebalance(ts, reason or None)
         if gs.static_watch is not None:
@@ -941,7 +997,7 @@ class Checker:
         member_id = ev.get("member_id")
         if not isinstance(member_id, str) or not member_id:
             raise BadField("coordinator_member_removed without a member_id")
-        reason = ev.get("reason") if isinstance(ev.get("reason"), str) else "removed"
+        reason = _text(ev, "reason") or "removed"
         where = self.where(src, line)
         self.removed[member_id] = (ts, reason, where)
         gs.kip848.pop(member_id, None)
@@ -1006,6 +1062,20 @@ class Checker:
             if gs.streak > self._bound(gs)[0]:
                 self._confirm_tentative(gs)
             gs.analytics.finish(self.last_ts)
+
+    def state_size(self) -> int:
+        """How many entries the checker holds: what must grow with members and partitions, not events."""
+        size = len(self.members) + len(self.removed) + len(self.open_findings)
+        size += sum(len(kept) for kept in self.findings.values())
+        size += sum(len(ovs) for ovs in self.pending.values())
+        for m in self.members.values():
+            size += len(m.owned) + len(m.fresh) + len(m.contested) + len(m.consumed_max) + len(m.gen_by_src)
+            size += len(m.prepare_revoked) + sum(len(v) for v in m.complete_revoked.values())
+        for gs in self.groups.values():
+            size += sum(len(h) for h in gs.holders.values()) + len(gs.last_owner) + len(gs.owner_epoch)
+            size += len(gs.last_revoke) + len(gs.committed) + len(gs.kip848) + len(gs.tentative)
+            size += gs.analytics.state_size()
+        return size
 
     def _label(self, m: Member) -> str:
         return self.labels[m.last_src] if 0 <= m.last_src < len(self.labels) else m.key
@@ -1072,6 +1142,11 @@ class Checker:
     def checked(self) -> list[str]:
         skipped = {u["invariant"] for u in self.unchecked() if not u["partial"]}
         return [inv for inv in CATALOGUE if inv not in skipped]
+
+
+def _text(ev: dict[str, Any], key: str) -> str:
+    value = ev.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _normal_state(state: str) -> str:

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from model import events as ev
 
@@ -56,15 +56,28 @@ class BadField(ValueError):
     """An event field of the wrong shape; the message names the field."""
 
 
+class TraceInputError(Exception):
+    """A trace set that cannot be used at all (a missing file, a format no reader knows).
+
+    The message names the file (and line); ``groupspec check`` prints it and exits 2.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
+        where = source or ""
+        if line is not None:
+            where = f"{where}:{line}" if where else f"line {line}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
 @dataclass
 class Source:
     """One input file of a trace set.
 
     ``label`` is how evidence names it (the path as the user gave it). ``member`` is the member its
     events belong to when they do not say (VerifiableConsumer writes one file per consumer, so the
-    file is the member). ``primary`` is false for client logs whose consumer also has a callback
-    trace in the same set: their assignment lines then only add context (generation, member id),
-    because the callbacks are what the application saw.
+    file is the member). Client logs name their consumers by client id, unless client ids repeat
+    across the files of the set (``consumer-<group>-1`` in every JVM, ``python@host`` in every
+    kafkatest process): then the file is the member.
     """
 
     index: int
@@ -72,8 +85,16 @@ class Source:
     label: str
     format: str
     member: str
-    primary: bool = True
     members: frozenset[str] = frozenset()  # the members the detector saw in the file's first lines
+    named_by_file: bool = False  # client ids are not unique in the set: the file is the member
+    member_prefix: str = ""  # ... or, for a log of several consumers, "<file>/" before each client id
+    naive_offset_ms: int | None = None  # the zone of times written without one (None: this machine's)
+
+    def member_name(self, client_id: str) -> str:
+        """The member a client log line belongs to."""
+        if self.named_by_file or not client_id:
+            return self.member
+        return self.member_prefix + client_id
 
 
 @dataclass
@@ -81,6 +102,7 @@ class InputStats:
     """What was read: lines, events and skipped lines per reason, with the first few locations."""
 
     max_examples: int = 20
+    strict: bool = False  # the first skipped line is an error (TraceInputError)
     events: int = 0
     lines: int = 0
     ignored: int = 0  # log lines with nothing about the group protocol in them (not errors)
@@ -90,6 +112,9 @@ class InputStats:
     events_per_source: Counter[int] = field(default_factory=Counter)
 
     def skip(self, source: Source, line: int, reason: str, detail: str = "") -> None:
+        if self.strict:
+            raise TraceInputError(f"{reason}{': ' + detail[:120] if detail else ''} (--strict: no line may be "
+                                  f"skipped)", source=source.label, line=line)
         self.skipped[reason] += 1
         if len(self.examples) < self.max_examples:
             example = {"where": f"{source.label}:{line}", "reason": reason}
@@ -139,13 +164,20 @@ def tp_json(tp: TP) -> dict[str, Any]:
     return {"topic": tp[0], "partition": tp[1]}
 
 
-def iter_lines(path: Path) -> Iterator[bytes]:
-    """The raw lines of ``path`` (gzip if it ends in .gz), one at a time, never the whole file."""
+def open_lines(path: Path) -> IO[bytes]:
+    """``path`` opened for reading binary lines (gzip if it ends in .gz); iterate it, then close it.
+
+    Iterating the file object itself is the fast way to read lines: one line at a time, never the
+    whole file.
+    """
     if path.suffix == ".gz":
         import gzip
 
-        with gzip.open(path, "rb") as fh:
-            yield from fh
-    else:
-        with path.open("rb", buffering=1 << 20) as fh:
-            yield from fh
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb", buffering=1 << 20)
+
+
+def iter_lines(path: Path) -> Iterator[bytes]:
+    """The raw lines of ``path``, one at a time (for readers where a generator's cost does not matter)."""
+    with open_lines(path) as fh:
+        yield from fh

@@ -48,7 +48,7 @@ from conformance.drivers.common import (
     EventWriter,
     StopFlag,
     parse_args,
-    pid_note,
+    startup_fields,
     summarize,
 )
 from model.types import TopicPartition as TP
@@ -125,7 +125,7 @@ class Driver:
         await consumer.start()
         try:
             consumer.subscribe(topics=list(self.args.topics), listener=Listener(self))
-            self.out.write(STARTUP_COMPLETE, **pid_note())
+            self.out.write(STARTUP_COMPLETE, **startup_fields(self.args))
             while not stop.stopped:
                 batches = await consumer.getmany(timeout_ms=self.args.poll_ms, max_records=self.args.max_records)
                 records = [(r.topic, r.partition, r.offset) for recs in batches.values() for r in recs]

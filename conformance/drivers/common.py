@@ -45,7 +45,8 @@ from model.types import TopicPartition, tps_to_json
 __all__ = [
     "OFFSETS_COMMITTED", "PARTITIONS_ASSIGNED", "PARTITIONS_LOST", "PARTITIONS_REVOKED",
     "RECORDS_CONSUMED", "SHUTDOWN_COMPLETE", "STARTUP_COMPLETE",
-    "DriverArgs", "EventWriter", "StopFlag", "PartitionSummary", "now_ms", "parse_args", "summarize",
+    "DriverArgs", "EventWriter", "StopFlag", "PartitionSummary", "now_ms", "parse_args", "startup_fields",
+    "summarize",
 ]
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -176,6 +177,7 @@ def summarize(records: Iterable[tuple[str, int, int]]) -> list[PartitionSummary]
     return [by_tp[tp] for tp in sorted(by_tp)]
 
 
-def pid_note() -> dict[str, Any]:
-    """Fields for startup_complete that help match a trace to its process and log."""
-    return {"pid": os.getpid()}
+def startup_fields(args: DriverArgs) -> dict[str, Any]:
+    """Fields of ``startup_complete``: the topics subscribed to (``subscription``, which the trace
+    checker reads for ``subscribed-only``) and the pid, to match a trace to its process and log."""
+    return {"subscription": sorted(args.topics), "pid": os.getpid()}

@@ -43,7 +43,7 @@ from conformance.drivers.common import (
     EventWriter,
     StopFlag,
     parse_args,
-    pid_note,
+    startup_fields,
     summarize,
 )
 from model.types import TopicPartition as TP
@@ -120,7 +120,7 @@ class Driver:
     def run(self, stop: StopFlag) -> bool:
         self.consumer.subscribe(list(self.args.topics), on_assign=self.on_assign, on_revoke=self.on_revoke,
                                 on_lost=self.on_lost)
-        self.out.write(STARTUP_COMPLETE, **pid_note())
+        self.out.write(STARTUP_COMPLETE, **startup_fields(self.args))
         failed = False
         try:
             while not stop.stopped:

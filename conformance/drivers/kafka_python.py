@@ -11,7 +11,9 @@ What it records:
   joined group g <Generation 3 (member_id: ..., protocol: range)>", "Elected group leader",
   "Setting newly assigned partitions {...}", "Revoking previously assigned partitions {...}",
   SyncGroup / heartbeat failures -- and the rest of ``kafka`` at INFO. The heartbeat thread's
-  logger ``kafka.coordinator.heartbeat`` stays at INFO (its DEBUG lines are one per heartbeat).
+  logger ``kafka.coordinator.heartbeat`` stays at INFO (its DEBUG lines are one per heartbeat), and
+  one DEBUG message is dropped: ``coordinator.poll: timeout in ensure_active_group; returning
+  early``, which kafka-python repeats on every poll while a rebalance is in progress.
 - groupspec events from a ``ConsumerRebalanceListener`` and the consume loop
   (:mod:`conformance.drivers.common`). kafka-python 2.3.3 implements only the eager protocol
   (no cooperative assignor, no ``on_partitions_lost``: a member that fell out of the group
@@ -54,7 +56,7 @@ from conformance.drivers.common import (
     EventWriter,
     StopFlag,
     parse_args,
-    pid_note,
+    startup_fields,
     summarize,
 )
 from model.types import TopicPartition as TP
@@ -69,9 +71,19 @@ DEFAULT_API_VERSION = (2, 3, 0)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
+# kafka-python logs this at DEBUG on every poll() while a rebalance is in progress (hundreds of
+# times a second); it says nothing the surrounding lines do not, and would make up most of a log.
+POLL_SPAM = "coordinator.poll: timeout in ensure_active_group; returning early"
+
+
+def _not_poll_spam(record: logging.LogRecord) -> bool:
+    return record.msg != POLL_SPAM
+
+
 def configure_logging() -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(_not_poll_spam)
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
@@ -130,7 +142,7 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
 
     def run(self, stop: StopFlag) -> bool:
         self.consumer.subscribe(topics=list(self.args.topics), listener=self)
-        self.out.write(STARTUP_COMPLETE, **pid_note())
+        self.out.write(STARTUP_COMPLETE, **startup_fields(self.args))
         failed = False
         try:
             while not stop.stopped:

@@ -89,7 +89,9 @@ class GroupRun:
                 self._producer.flush(5)
                 self._producer = None
         finally:
-            self._stack.close()  # fleet first (reverse order), then proxy, then cluster
+            # Fleet first (reverse order), then proxy, then cluster. The exception is passed on so
+            # that after a failure the fleet kills its processes at once instead of waiting for them.
+            self._stack.__exit__(exc_type, exc, tb)
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class GroupRun:
 
     def wait_stable(self, what: str = "a stable assignment") -> dict[str, set[TopicPartition]]:
         owned = wait_until(self.stable_assignment, self.config.wait_timeout_s, what, self._describe)
+        assert owned is not None  # wait_until returns only a truthy value
         self._note("stable", assignment={m: sorted(tp.partition for tp in s) for m, s in sorted(owned.items())})
         return owned
 

@@ -7,8 +7,8 @@ the stickiness gap (``model.stickiness``), and prints one JSON document on stdou
     {"assignment": {...}, "transferring": [...], "invariants": {"single-owner": true, ...},
      "stickiness_gap": 0, ...}
 
-Exit 0 when every invariant the strategy promises on this input held, 1 when one failed, 2 on bad
-input. ``--mutant NAME`` (repeatable) switches on an assignor mutant of ``model.mutants``;
+Exit 0 when every invariant the strategy promises on this input held, 1 when one failed or the
+assignor fails on the input as Kafka's does (``assignor_failure``), 2 on bad input. ``--mutant NAME`` (repeatable) switches on an assignor mutant of ``model.mutants``;
 ``--out DIR`` also writes ``assign.json``, ``assign.md`` and ``assign.html`` there.
 """
 
@@ -26,6 +26,7 @@ from groupspec.problem import ParsedProblem, load
 from groupspec.render import Document, Section, Table, write_report
 from model import mutants as mutant_registry
 from model.assignors import assign as run_assignor
+from model.assignors.sticky import StickyAssignorFailure
 from model.invariants.assignment import (
     ROUND_INVARIANTS,
     Claims,
@@ -66,7 +67,13 @@ def assignor_mutants(names: list[str]) -> frozenset[str]:
 def evaluate(parsed: ParsedProblem, mutants: frozenset[str] = frozenset()) -> tuple[int, dict[str, Any], Document]:
     """Run the round; return the exit code, the JSON document and the report for people."""
     problem = parsed.problem
-    result = run_assignor(parsed.strategy, problem.partitions_per_topic, problem.subscriptions, mutants=mutants)
+    try:
+        result = run_assignor(parsed.strategy, problem.partitions_per_topic, problem.subscriptions, mutants=mutants)
+    except StickyAssignorFailure as exc:
+        return EXIT_VIOLATION, _failure_json(parsed, mutants, str(exc)), Document(
+            f"groupspec assign: {parsed.strategy}",
+            [f"Strategy {parsed.strategy} on {parsed.source}: the assignor fails on this input, as Kafka's "
+             f"does, so the rebalance cannot complete: {exc}"])
     verdicts = check_round(parsed.strategy, problem, result)
     promises = promised(parsed.strategy, problem, result)
     claims = valid_claims(problem.partitions_per_topic, problem.subscriptions)
@@ -90,6 +97,12 @@ def evaluate(parsed: ParsedProblem, mutants: frozenset[str] = frozenset()) -> tu
     }
     code = EXIT_VIOLATION if failed else EXIT_OK
     return code, data, _document(parsed, result, verdicts, promises, claims, measure, failed)
+
+
+def _failure_json(parsed: ParsedProblem, mutants: frozenset[str], message: str) -> dict[str, Any]:
+    """The document for an input on which the assignor throws (Kafka's Java assignor throws too)."""
+    return {"assignment": None, "transferring": [], "invariants": {}, "stickiness_gap": None,
+            "strategy": parsed.strategy, "mutants": sorted(mutants), "assignor_failure": message}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -57,6 +57,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from model.assignors.order import sorted_members
 from model.types import GroupAssignment, Subscription, TopicPartition
@@ -100,6 +101,7 @@ class Universe:
     topics_of: list[list[int]]  # each member's topics that have metadata, ascending
     claims: list[list[int]]  # each member's claims of existing partitions, in the order it sent them
     generation: list[int]  # each member's generation, -1 for none
+    known: list[TopicPartition | None]  # per partition int: a claim's own TopicPartition, reused on output
 
     def topic_of(self) -> list[int]:
         """The topic number of every partition, as one list (index: partition int)."""
@@ -111,16 +113,19 @@ class Universe:
     def to_group_assignment(self, assigned: Sequence[Sequence[int]],
                             transferring: Sequence[int] = ()) -> GroupAssignment:
         """Back to the shared types: every member gets a tuple sorted by (topic, partition)."""
-        flat: list[TopicPartition] = []
+        flat = self.known
         for t, name in enumerate(self.topics):
-            flat.extend(map(TopicPartition, [name] * (self.first[t + 1] - self.first[t]),
-                            range(self.first[t + 1] - self.first[t])))
+            lo, hi = self.first[t], self.first[t + 1]
+            if None in flat[lo:hi]:
+                flat[lo:hi] = [tp if tp is not None else TopicPartition(name, i)
+                               for i, tp in enumerate(flat[lo:hi])]
+        table = cast(list[TopicPartition], flat)
         python_order = self.topics == sorted(self.topics)
         out: dict[str, tuple[TopicPartition, ...]] = {}
         for m, parts in enumerate(assigned):
-            tps = tuple(map(flat.__getitem__, sorted(parts)))
+            tps = tuple(map(table.__getitem__, sorted(parts)))
             out[self.members[m].member_id] = tps if python_order else tuple(sorted(tps))
-        return GroupAssignment(out, frozenset(map(flat.__getitem__, transferring)))
+        return GroupAssignment(out, frozenset(map(table.__getitem__, transferring)))
 
     def tp(self, p: int) -> TopicPartition:
         """The TopicPartition numbered ``p``."""
@@ -157,24 +162,32 @@ def build_universe(partitions_per_topic: Mapping[str, int],
     topics_of: list[list[int]] = []
     claims: list[list[int]] = []
     generation: list[int] = []
+    known: list[TopicPartition | None] = [None] * first[-1]
     for sub in by_number:
         names = frozenset(sub.topics)
         subscribed.append(names)
         topics_of.append(sorted(topic_index[t] for t in names if t in topic_index))
         ids: list[int] = []
         append = ids.append
+        last: str | None = None
+        base, limit = 0, -1
         for tp in sub.owned:
-            ti = topic_index.get(tp.topic)
-            if ti is None:
-                continue
-            p = tp.partition
-            base = first[ti]
-            if 0 <= p < first[ti + 1] - base:
+            topic, p = tp
+            if topic != last:
+                last = topic
+                ti = topic_index.get(topic)
+                if ti is None:
+                    base, limit = 0, -1  # no metadata: no partition of it exists
+                else:
+                    base, limit = first[ti], first[ti + 1] - first[ti]
+            if 0 <= p < limit:
                 append(base + p)
+                if type(tp) is TopicPartition:
+                    known[base + p] = tp
         claims.append(ids)
         generation.append(sub.generation if sub.generation >= 0 else DEFAULT_GENERATION)
     return Universe(topics, topic_index, first, first[-1], by_number, iteration, subscribed,
-                    topics_of, claims, generation)
+                    topics_of, claims, generation, known)
 
 
 @dataclass(slots=True)
@@ -202,7 +215,7 @@ def resolve_claims(u: Universe, *, both_keep: bool = False) -> Claims:
     """
     owned: list[dict[int, None]] = [{} for _ in u.members]
     multiple: set[int] = set()
-    owner_of: dict[int, int] = {}  # allPreviousPartitionsToOwner
+    owner_of = [-1] * u.total  # allPreviousPartitionsToOwner
     generation = u.generation
     max_generation = DEFAULT_GENERATION
     reference: frozenset[str] = frozenset()
@@ -217,8 +230,8 @@ def resolve_claims(u: Universe, *, both_keep: bool = False) -> Claims:
         max_generation = max(max_generation, gen)
         mine = owned[m]
         for p in u.claims[m]:
-            other = owner_of.get(p)
-            if other is None:
+            other = owner_of[p]
+            if other < 0:
                 mine[p] = None
                 owner_of[p] = m
                 continue

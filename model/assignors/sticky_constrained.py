@@ -113,6 +113,40 @@ def build_constrained(u: Universe, claims: Claims, *, tolerate_overlap: bool = F
 
     # Step 3: assignRoundRobin.
     counts = [len(a) for a in assignment]
+    handed, under_min, current_over_min = assign_round_robin(
+        unassigned, under_min, exactly_min, counts, min_quota, max_quota, current_over_min,
+        tolerate_overlap=tolerate_overlap)
+
+    # verifyUnfilledMembers
+    if under_min and not tolerate_overlap and (
+            current_over_min != expected_over_min or any(counts[m] != min_quota for m in under_min)):
+        raise AssertionError("unfilled members remain after the round robin")  # IllegalStateException
+
+    # assignNewPartition: what moves to a member that did not own it, or was claimed twice.
+    transferring: dict[int, int] = {}
+    special = set(maybe_revoked) | multiple
+    for m in range(n):
+        new = handed[m]
+        if special and new:
+            for p in special.intersection(new):
+                if p in multiple or maybe_revoked[p] != m:
+                    transferring[p] = m
+        assignment[m].extend(new)
+    return assignment, transferring
+
+
+def assign_round_robin(unassigned: list[int], under_min: list[int], exactly_min: list[int],
+                       counts: list[int], min_quota: int, max_quota: int, current_over_min: int, *,
+                       tolerate_overlap: bool = False) -> tuple[list[list[int]], list[int], int]:
+    """``assignRoundRobin``: hand ``unassigned`` out; returns (per member what it got, under-min left, over-min count).
+
+    Java walks one partition at a time with an iterator over the under-min list that restarts at
+    its head when it runs out, removes a member when it reaches ``minQuota`` (which then joins the
+    exactly-min list), and polls the exactly-min list once the under-min list is empty. Here a run
+    of whole rounds, as long as nobody reaches ``minQuota`` before its last round, is handed out
+    at once with one slice per member. ``counts`` is updated in place.
+    """
+    n = len(counts)
     handed: list[list[int]] = [[] for _ in range(n)]
     exact = deque(exactly_min)
     pos = 0
@@ -152,23 +186,7 @@ def build_constrained(u: Universe, claims: Claims, *, tolerate_overlap: bool = F
             pos = left
         else:
             raise AssertionError("No more unfilled consumers to be assigned.")  # Java: IllegalStateException
-
-    # verifyUnfilledMembers
-    if under_min and not tolerate_overlap and (
-            current_over_min != expected_over_min or any(counts[m] != min_quota for m in under_min)):
-        raise AssertionError("unfilled members remain after the round robin")  # IllegalStateException
-
-    # assignNewPartition: what moves to a member that did not own it, or was claimed twice.
-    transferring: dict[int, int] = {}
-    special = set(maybe_revoked) | multiple
-    for m in range(n):
-        new = handed[m]
-        if special and new:
-            for p in special.intersection(new):
-                if p in multiple or maybe_revoked[p] != m:
-                    transferring[p] = m
-        assignment[m].extend(new)
-    return assignment, transferring
+    return handed, under_min, current_over_min
 
 
 def _partition_then_topic_key(u: Universe) -> list[int]:

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from itertools import compress
 
 from model.assignors.sticky_claims import Claims, StickyAssignorFailure, Universe
 
@@ -110,8 +109,149 @@ class PartitionMovements:
         return min(reverse)  # Java: the first of a HashSet; the model: the lowest partition
 
 
+def _hist_add(hist: dict[int, int], value: int) -> None:
+    hist[value] = hist.get(value, 0) + 1
+
+
+def _hist_remove(hist: dict[int, int], value: int) -> None:
+    k = hist[value] - 1
+    if k:
+        hist[value] = k
+    else:
+        del hist[value]
+
+
+class BalanceTracker:
+    """``isBalanced`` kept up to date move by move, instead of Java's full scan per call.
+
+    Java's scan asks, for each active member ``c`` that does not hold ``getMaxAssignmentSize``
+    partitions, whether some partition of one of its topics has an owner with more than
+    ``count(c) + 1`` partitions. Per topic that is one comparison: the largest count among the
+    owners of the topic's partitions against the smallest count among its potential consumers that
+    are not full. A topic where the first exceeds the second by 2+ is *bad*; the assignment is
+    balanced when the active members' counts differ by at most one or no topic is bad.
+
+    Only topics with 2+ potential consumers can be bad: the partitions of the others stay with
+    their single potential consumer. Per such topic the tracker keeps two histograms (count ->
+    number of members): of its non-full potential consumers and of its owners. They are built the
+    first time the counts alone do not settle the question, and kept up to date from then on.
+    """
+
+    def __init__(self, builder: GeneralAssignmentBuilder, participating: list[bool]) -> None:
+        self.builder = builder
+        self.count = builder.count
+        self.max_size = builder.max_size
+        self.participating = participating
+        self.members: dict[int, int] = {}  # the counts of the active members
+        for m in range(builder.n):
+            if not builder.fixed[m]:
+                _hist_add(self.members, self.count[m])
+        self.by_topic = False  # the per-topic histograms exist
+        self.potential_topics: list[list[int]] = []
+        self.held: list[dict[int, int]] = []  # member -> participating topic -> partitions held
+        self.candidates: list[dict[int, int]] = []  # per topic: the non-full potential consumers
+        self.owners: list[dict[int, int]] = []  # per topic: the owners of its partitions
+        self.bad: set[int] = set()
+        self.touched: set[int] = set()
+        self._balanced: bool | None = None  # cached until the next refresh
+
+    def _build_topic_histograms(self) -> None:
+        b = self.builder
+        count = self.count
+        participating = self.participating
+        self.potential_topics = [[] if b.fixed[m] else [t for t in ts if participating[t]]
+                                 for m, ts in enumerate(b.u.topics_of)]
+        self.held = [{} for _ in range(b.n)]
+        self.candidates = [{} for _ in participating]
+        self.owners = [{} for _ in participating]
+        for m in range(b.n):
+            if count[m] != self.max_size[m]:
+                for t in self.potential_topics[m]:
+                    _hist_add(self.candidates[t], count[m])
+        for t, yes in enumerate(participating):
+            if yes:
+                for m, k in b.owners_of(t).items():
+                    self.held[m][t] = k
+                    _hist_add(self.owners[t], count[m])
+        self.bad = {t for t, yes in enumerate(participating) if yes and self._is_bad(t)}
+        self.by_topic = True
+
+    def _is_bad(self, t: int) -> bool:
+        candidates = self.candidates[t]
+        owners = self.owners[t]
+        return bool(candidates) and bool(owners) and max(owners) > min(candidates) + 1
+
+    def balanced(self) -> bool:
+        if self._balanced is None:
+            members = self.members
+            if not members or min(members) >= max(members) - 1:
+                self._balanced = True
+            else:
+                if not self.by_topic:
+                    self._build_topic_histograms()
+                self._balanced = not self.bad
+        return self._balanced
+
+    def transfer(self, t: int, old: int, new: int) -> None:
+        """One partition of topic ``t`` changes owner; call before the counts change."""
+        self._balanced = None
+        if not self.by_topic:
+            return
+        held = self.held[old]
+        k = held[t] - 1
+        if k:
+            held[t] = k
+        else:
+            del held[t]
+            _hist_remove(self.owners[t], self.count[old])
+        held = self.held[new]
+        k = held.get(t, 0)
+        held[t] = k + 1
+        if not k:
+            _hist_add(self.owners[t], self.count[new])
+        self.touched.add(t)
+
+    def count_changed(self, m: int, before: int, after: int) -> None:
+        _hist_remove(self.members, before)
+        _hist_add(self.members, after)
+        if not self.by_topic:
+            return
+        full = self.max_size[m]
+        touched = self.touched
+        if before != full and after != full:
+            for t in self.potential_topics[m]:
+                candidates = self.candidates[t]
+                _hist_remove(candidates, before)
+                _hist_add(candidates, after)
+                touched.add(t)
+        else:
+            for t in self.potential_topics[m]:
+                if before != full:
+                    _hist_remove(self.candidates[t], before)
+                if after != full:
+                    _hist_add(self.candidates[t], after)
+                touched.add(t)
+        for t in self.held[m]:
+            owners = self.owners[t]
+            _hist_remove(owners, before)
+            _hist_add(owners, after)
+            touched.add(t)
+
+    def refresh(self) -> None:
+        """Re-decide the topics touched since the last refresh."""
+        bad = self.bad
+        for t in self.touched:
+            if self._is_bad(t):
+                bad.add(t)
+            else:
+                bad.discard(t)
+        self.touched.clear()
+
+
 class GeneralAssignmentBuilder:
     """State and steps of ``GeneralAssignmentBuilder``, over partition and member numbers."""
+
+    verify_tracker = False  # tests: check every BalanceTracker answer against a full scan
 
     def __init__(self, u: Universe, claims: Claims) -> None:
         n = len(u.members)
@@ -126,11 +266,18 @@ class GeneralAssignmentBuilder:
             for t in u.topics_of[m]:
                 self.potential[t].append(m)
         self.subscribes: list[frozenset[int]] = [frozenset(ts) for ts in u.topics_of]
-        self.max_size = [sum(size[t] for t in ts) for ts in u.topics_of]  # getMaxAssignmentSize
+        # the TreeSet (assigned count, member id): one lazy heap per subscription class
+        classes: dict[frozenset[int], int] = {}
+        self.class_of = [classes.setdefault(self.subscribes[m], len(classes)) for m in range(n)]
+        class_size = {k: sum(size[t] for t in ts) for ts, k in classes.items()}
+        self.max_size = [class_size[k] for k in self.class_of]  # getMaxAssignmentSize
+        self.classes_of_topic: list[list[int]] = [[] for _ in range(n_topics)]
+        for ts, k in classes.items():
+            for t in ts:
+                self.classes_of_topic[t].append(k)
 
         self.owner = [-1] * u.total  # currentPartitionConsumer
         self.count = [0] * n  # currentAssignment sizes
-        self.owners_of_topic: list[dict[int, int]] = [{} for _ in range(n_topics)]  # topic -> member -> n
         # Copies of a partition left with an earlier claimer by the double-claim-both-keep mutant:
         # counted and returned, never moved. Always empty without the mutant.
         self.extra: list[list[int]] = [[] for _ in range(n)]
@@ -138,31 +285,18 @@ class GeneralAssignmentBuilder:
         self._assign_owned_partitions(claims)
         self.prev = self._prepopulate_current_assignments(claims.max_generation)
 
-        # sortedAllPartitions: by (number of potential consumers, topic name), then partition
-        self.topic_order = sorted(range(n_topics), key=lambda t: (len(self.potential[t]), t))
-
-        # the TreeSet (assigned count, member id), one lazy heap per subscription class
-        classes: dict[frozenset[int], int] = {}
-        self.class_of = [classes.setdefault(self.subscribes[m], len(classes)) for m in range(n)]
         self.heaps: list[list[int]] = [[] for _ in classes]
         for m in range(n):
             self.heaps[self.class_of[m]].append(self.count[m] * n + m)
         for h in self.heaps:
             heapq.heapify(h)
-        self.classes_of_topic: list[list[int]] = [[] for _ in range(n_topics)]
-        for ts, k in classes.items():
-            for t in ts:
-                self.classes_of_topic[t].append(k)
 
+        # sortedAllPartitions: by (number of potential consumers, topic name), then partition
+        self.topic_order = sorted(range(n_topics), key=lambda t: (len(self.potential[t]), t))
         self.fixed = [False] * n
         self.movements = PartitionMovements()
         self.undo: list[tuple[int, int, int]] = []
-        self.version = 0
-        self._balanced_version = -1
-        self._balanced = False
-        self.histogram: Counter[int] = Counter()
-        self.lowest = 0
-        self.highest = 0
+        self.tracker: BalanceTracker | None = None
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -170,20 +304,18 @@ class GeneralAssignmentBuilder:
         """``assignOwnedPartitions``: keep valid claims of subscribed topics."""
         topic_of = self.topic_of
         owner = self.owner
+        count = self.count
         for m in self.u.iteration:
             mine = self.subscribes[m]
             for p in claims.owned[m]:
-                t = topic_of[p]
-                if t not in mine:
+                if topic_of[p] not in mine:
                     self.revocation_required = True
                     continue
                 previous = owner[p]
                 if previous >= 0:  # only under the double-claim-both-keep mutant
                     self.extra[previous].append(p)
-                    self._own(t, previous, -1)
                 owner[p] = m
-                self.count[m] += 1
-                self._own(t, m, 1)
+                count[m] += 1
 
     def _prepopulate_current_assignments(self, max_generation: int) -> dict[int, tuple[int, int]]:
         """``prepopulateCurrentAssignments``: claims of an older generation, by the newest claimer.
@@ -203,19 +335,18 @@ class GeneralAssignmentBuilder:
                     prev[p] = (m, gen)
         return prev
 
-    def _own(self, t: int, m: int, delta: int) -> None:
-        owners = self.owners_of_topic[t]
-        k = owners.get(m, 0) + delta
-        if k:
-            owners[m] = k
-        else:
-            del owners[m]
+    def owners_of(self, t: int) -> dict[int, int]:
+        """The owners of topic t's partitions, with how many each holds."""
+        owners = Counter(self.owner[self.u.first[t]:self.u.first[t + 1]])
+        owners.pop(-1, None)
+        return dict(owners)
 
     # -- the build ----------------------------------------------------------------------------
 
     def build(self) -> list[list[int]]:
         """``build`` and ``balance``: the assignment per member."""
         n = self.n
+        first = self.u.first
         initializing = max(self.count, default=0) == 0
         unassigned = self._unassigned_partitions()
         self._maybe_assign(unassigned)
@@ -223,24 +354,21 @@ class GeneralAssignmentBuilder:
         # narrow the reassignment scope: partitions of topics with 2+ potential consumers ...
         participating = [len(c) >= 2 for c in self.potential]
         topic_of = self.topic_of
-        reassignable = [p for t in self.topic_order if participating[t]
-                        for p in range(self.u.first[t], self.u.first[t + 1])]
+        reassignable: list[int] = []
+        holds_shared: set[int] = set()
+        for t in self.topic_order:
+            if participating[t]:
+                reassignable.extend(range(first[t], first[t + 1]))
+                holds_shared.update(self.owner[first[t]:first[t + 1]])
         unassigned = [p for p in unassigned if participating[topic_of[p]]]
         # ... and members that can still change (canConsumerParticipateInReassignment)
-        holds_shared: set[int] = set()
-        for t, owners in enumerate(self.owners_of_topic):
-            if participating[t]:
-                holds_shared.update(owners)
         for m in range(n):
             if any(participating[topic_of[p]] for p in self.extra[m]):
                 holds_shared.add(m)
             if self.count[m] >= self.max_size[m] and m not in holds_shared:
                 self.fixed[m] = True
         active = [m for m in range(n) if not self.fixed[m]]
-        self.histogram = Counter(self.count[m] for m in active)
-        if active:
-            self.lowest = min(self.histogram)
-            self.highest = max(self.histogram)
+        self.tracker = BalanceTracker(self, participating)
         pre_balance_score = self._balance_score(active)
 
         if not self.revocation_required:
@@ -260,14 +388,12 @@ class GeneralAssignmentBuilder:
 
     def _unassigned_partitions(self) -> list[int]:
         """``getUnassignedPartitions``: sortedAllPartitions minus what members kept, in that order."""
-        free = bytearray(b"\x01") * self.u.total
-        for p, m in enumerate(self.owner):
-            if m >= 0:
-                free[p] = 0
-        out: list[int] = []
         first = self.u.first
+        owner = self.owner
+        out: list[int] = []
         for t in self.topic_order:
-            out.extend(compress(range(first[t], first[t + 1]), free[first[t]:first[t + 1]]))
+            lo, hi = first[t], first[t + 1]
+            out.extend(p for p in range(lo, hi) if owner[p] < 0)
         return out
 
     def _maybe_assign(self, partitions: list[int]) -> None:
@@ -282,17 +408,13 @@ class GeneralAssignmentBuilder:
         classes_of_topic = self.classes_of_topic
         last_topic = -1
         ks: list[int] = []
-        owners: dict[int, int] = {}
         for p in partitions:
             t = topic_of[p]
             if t != last_topic:
                 last_topic = t
                 ks = classes_of_topic[t]
-                owners = self.owners_of_topic[t]
-            if len(ks) == 1:
-                h = heaps[ks[0]]
-            else:
-                h = heaps[ks[0]]
+            h = heaps[ks[0]]
+            if len(ks) > 1:
                 best = -1
                 for k in ks:
                     hk = heaps[k]
@@ -313,7 +435,6 @@ class GeneralAssignmentBuilder:
             heapreplace(h, key + n)  # count + 1
             count[m] += 1
             owner[p] = m
-            owners[m] = owners.get(m, 0) + 1
 
     # -- rebalancing --------------------------------------------------------------------------
 
@@ -364,8 +485,7 @@ class GeneralAssignmentBuilder:
                         self._reassign_partition(p, before)
                         performed = modified = True
                         continue
-                t = topic_of[p]
-                target = self._least_loaded(t)
+                target = self._least_loaded(topic_of[p])
                 if count[consumer] > count[target] + 1:
                     self._reassign_partition(p, target)
                     performed = modified = True
@@ -383,65 +503,44 @@ class GeneralAssignmentBuilder:
 
     def _set_owner(self, p: int, old: int, new: int) -> None:
         n = self.n
-        t = self.topic_of[p]
+        tracker = self.tracker
+        assert tracker is not None
+        tracker.transfer(self.topic_of[p], old, new)
         self.owner[p] = new
-        self._own(t, old, -1)
-        self._own(t, new, 1)
         for m, delta in ((old, -1), (new, 1)):
             before = self.count[m]
             after = before + delta
             self.count[m] = after
             heapq.heappush(self.heaps[self.class_of[m]], after * n + m)
-            if not self.fixed[m]:
-                self._histogram_move(before, after)
-        self.version += 1
-
-    def _histogram_move(self, before: int, after: int) -> None:
-        hist = self.histogram
-        hist[before] -= 1
-        hist[after] += 1
-        if hist[before] == 0:
-            del hist[before]
-            if before == self.lowest:
-                self.lowest = after if after > before else before - 1
-            if before == self.highest:
-                self.highest = after if after < before else before + 1
-        self.lowest = min(self.lowest, after)
-        self.highest = max(self.highest, after)
+            tracker.count_changed(m, before, after)
+        tracker.refresh()
 
     def _is_balanced(self) -> bool:
-        """``isBalanced``, cached until the next move."""
-        if self._balanced_version == self.version:
-            return self._balanced
-        self._balanced_version = self.version
-        self._balanced = self.lowest >= self.highest - 1 or self._no_movable_partition()
-        return self._balanced
+        """``isBalanced``: the counts differ by at most one, or no partition can move to a member 2+ below its owner."""
+        assert self.tracker is not None
+        balanced = self.tracker.balanced()
+        if self.verify_tracker:
+            counts = [self.count[m] for m in range(self.n) if not self.fixed[m]]
+            scanned = min(counts) >= max(counts) - 1 or self._no_movable_partition()
+            assert balanced == scanned, (balanced, scanned)
+        return balanced
 
     def _no_movable_partition(self) -> bool:
-        """No member that is not full could take a partition from one with 2+ more.
+        """The tracker's question answered from scratch, as Java's scan would (tests: ``verify_tracker``).
 
         Java scans, for each active member that does not hold ``getMaxAssignmentSize`` partitions,
         every partition of its topics it does not hold, and asks whether that partition's owner has
-        2+ more. Per topic that is: the most loaded owner of the topic's partitions against the
-        least loaded such member subscribed to it.
+        2+ more.
         """
         count = self.count
-        max_size = self.max_size
-        fixed = self.fixed
-        for t, members in enumerate(self.potential):
-            owners = self.owners_of_topic[t]
-            if not owners:
+        for c in range(self.n):
+            if self.fixed[c] or count[c] == self.max_size[c]:
                 continue
-            least = -1
-            for m in members:
-                c = count[m]
-                if c != max_size[m] and not fixed[m] and (least < 0 or c < least):
-                    least = c
-            if least < 0:
-                continue
-            most = max(count[o] for o in owners)
-            if most > least + 1:
-                return False
+            for t in self.u.topics_of[c]:
+                for p in range(self.u.first[t], self.u.first[t + 1]):
+                    other = self.owner[p]
+                    if other != c and count[c] + 1 < count[other]:
+                        return False
         return True
 
     def _balance_score(self, members: list[int]) -> int:

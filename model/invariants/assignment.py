@@ -112,6 +112,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from model.assignors import ASSIGNORS, COOPERATIVE, AssignorSpec
@@ -230,24 +231,36 @@ def valid_claims(partitions_per_topic: Mapping[str, int], subscriptions: Sequenc
     """Clean the members' ``owned`` claims as ``AbstractStickyAssignor.allSubscriptionsEqual`` does.
 
     Order-free: the result does not depend on the order of ``subscriptions`` (Kafka's does, through
-    ``HashMap`` iteration; see the module docstring for the reading chosen).
+    ``HashMap`` iteration; see the module docstring for the reading chosen). Written for a million
+    claims: when no partition is claimed twice (the usual case) no claim is looked at twice.
     """
     ignored: list[IgnoredClaim] = []
-    by_partition: dict[TopicPartition, list[tuple[str, int]]] = defaultdict(list)
+    claims: list[tuple[tuple[str, int], list[TopicPartition]]] = []  # ((member, generation), existing claims)
     for sub in subscriptions:
-        generation = max(sub.generation, NO_GENERATION)
-        for tp in sub.owned:
-            if tp.topic not in partitions_per_topic:
-                ignored.append(IgnoredClaim(sub.member_id, tp, generation, ClaimRejection.UNKNOWN_TOPIC))
-            elif not partition_exists(partitions_per_topic, tp):
-                ignored.append(IgnoredClaim(sub.member_id, tp, generation, ClaimRejection.NO_SUCH_PARTITION))
-            else:
-                by_partition[tp].append((sub.member_id, generation))
+        claim = (sub.member_id, max(sub.generation, NO_GENERATION))
+        ok = [tp for tp in sub.owned if 0 <= tp.partition < partitions_per_topic.get(tp.topic, 0)]
+        if len(ok) != len(sub.owned):
+            for tp in sub.owned:
+                count = partitions_per_topic.get(tp.topic)
+                if count is None:
+                    ignored.append(IgnoredClaim(claim[0], tp, claim[1], ClaimRejection.UNKNOWN_TOPIC))
+                elif not 0 <= tp.partition < count:
+                    ignored.append(IgnoredClaim(claim[0], tp, claim[1], ClaimRejection.NO_SUCH_PARTITION))
+        claims.append((claim, ok))
 
-    owner: dict[TopicPartition, str] = {}
-    newest: dict[TopicPartition, str] = {}
-    owned: dict[str, set[TopicPartition]] = {sub.member_id: set() for sub in subscriptions}
-    for tp, claimers in by_partition.items():
+    owner = {tp: claim[0] for claim, ok in claims for tp in ok}
+    more: dict[TopicPartition, list[tuple[str, int]]] = {}
+    if len(owner) != sum(len(ok) for _, ok in claims):  # some partition is claimed more than once
+        first: dict[TopicPartition, tuple[str, int]] = {}
+        for claim, ok in claims:
+            for tp in ok:
+                if tp in first:
+                    more.setdefault(tp, [first[tp]]).append(claim)
+                else:
+                    first[tp] = claim
+    newest = dict(owner)
+    for tp, claimers in more.items():
+        del owner[tp], newest[tp]
         generations = [generation for _, generation in claimers]
         winner, top = max(claimers, key=lambda claim: claim[1])
         if generations.count(top) == 1:
@@ -256,10 +269,15 @@ def valid_claims(partitions_per_topic: Mapping[str, int], subscriptions: Sequenc
             ignored.extend(IgnoredClaim(m, tp, g, ClaimRejection.CONFLICT) for m, g in claimers)
             continue
         owner[tp] = winner
-        owned[winner].add(tp)
         ignored.extend(IgnoredClaim(m, tp, g, ClaimRejection.SUPERSEDED) for m, g in claimers if g != top)
+    owned: dict[str, frozenset[TopicPartition]] = {}
+    for (member, _), ok in claims:
+        mine = frozenset(ok)
+        if more and not mine.isdisjoint(more.keys()):
+            mine = frozenset(tp for tp in mine if owner.get(tp) == member)
+        owned[member] = mine
     ignored.sort(key=lambda c: (c.member_id, c.partition, c.reason.value))
-    return Claims(owner, {m: frozenset(tps) for m, tps in owned.items()}, tuple(ignored), newest)
+    return Claims(owner, owned, tuple(ignored), newest)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -294,59 +312,117 @@ def _sorted_members(members: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(set(members)))
 
 
+class RoundFacts:
+    """What several predicates need, computed once per round (lazily): claims, assignments, moves.
+
+    ``check_round`` builds one and hands it to every predicate; a predicate called alone builds its
+    own.
+    """
+
+    def __init__(self, problem: AssignmentProblem, result: GroupAssignment) -> None:
+        self.problem = problem
+        self.result = result
+
+    @cached_property
+    def subs(self) -> dict[str, Subscription]:
+        return {sub.member_id: sub for sub in self.problem.subscriptions}
+
+    @cached_property
+    def claims(self) -> Claims:
+        return valid_claims(self.problem.partitions_per_topic, self.problem.subscriptions)
+
+    @cached_property
+    def assigned(self) -> dict[str, frozenset[TopicPartition]]:
+        return assigned_sets(self.result)
+
+    @cached_property
+    def holder(self) -> dict[TopicPartition, str]:
+        """Each assigned partition -> a member it is assigned to (see ``shared`` for the others)."""
+        return {tp: member for member, tps in self.result.assignment.items() for tp in tps}
+
+    @cached_property
+    def shared(self) -> dict[TopicPartition, list[str]]:
+        """The partitions assigned more than once -> every member holding them (usually empty)."""
+        if len(self.holder) == sum(len(tps) for tps in self.result.assignment.values()):
+            return {}
+        seen: dict[TopicPartition, list[str]] = defaultdict(list)
+        for member, tps in self.result.assignment.items():
+            for tp in tps:
+                seen[tp].append(member)
+        return {tp: members for tp, members in seen.items() if len(members) > 1}
+
+    def holders(self, tp: TopicPartition) -> list[str]:
+        """Every member ``tp`` is assigned to."""
+        if tp in self.shared:
+            return self.shared[tp]
+        member = self.holder.get(tp)
+        return [] if member is None else [member]
+
+    @cached_property
+    def revoked(self) -> dict[TopicPartition, str]:
+        """revoked(m) = owned(m) - assigned(m), as partition -> m (a valid claim has one owner)."""
+        empty: frozenset[TopicPartition] = frozenset()
+        return {tp: member for member, tps in self.claims.owned.items()
+                for tp in tps - self.assigned.get(member, empty)}
+
+
+def _facts(problem: AssignmentProblem, result: GroupAssignment, facts: RoundFacts | None) -> RoundFacts:
+    return facts if facts is not None else RoundFacts(problem, result)
+
+
 # --------------------------------------------------------------------------------------------------
-# The predicates: each (problem, result, strategy) -> Verdict
+# The predicates: each (problem, result, strategy[, facts]) -> Verdict
 # --------------------------------------------------------------------------------------------------
 
 
-def single_owner(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def single_owner(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+                 facts: RoundFacts | None = None) -> Verdict:
     """No partition is assigned to two members, nor twice to one."""
-    holders: dict[TopicPartition, list[str]] = defaultdict(list)
-    for member, tps in result.assignment.items():
-        for tp in tps:
-            holders[tp].append(member)
-    findings = []
-    for tp in sorted(holders):
-        members = holders[tp]
-        if len(members) > 1:
-            findings.append(Finding(f"{tp} is assigned {len(members)} times: to {', '.join(sorted(members))}",
-                                    _sorted_members(members), (tp,)))
+    shared = _facts(problem, result, facts).shared
+    findings = [Finding(f"{tp} is assigned {len(members)} times: to {', '.join(sorted(members))}",
+                        _sorted_members(members), (tp,))
+                for tp, members in sorted(shared.items())]
     return Verdict(SINGLE_OWNER, tuple(findings))
 
 
-def subscribed_only(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def subscribed_only(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+                    facts: RoundFacts | None = None) -> Verdict:
     """Every assigned partition exists and is of a topic its member subscribes to."""
-    subs = {sub.member_id: sub for sub in problem.subscriptions}
+    subs = _facts(problem, result, facts).subs
+    ppt = problem.partitions_per_topic
     findings = []
     for member in sorted(result.assignment):
-        tps = sorted(set(result.assignment[member]))
+        tps = result.assignment[member]
         if not tps:
             continue
         sub = subs.get(member)
         if sub is None:
-            findings.append(Finding(f"{member} is not a member of the group but is assigned {len(tps)} "
-                                    f"partition(s)", (member,), tuple(tps)))
+            findings.append(Finding(f"{member} is not a member of the group but is assigned {len(set(tps))} "
+                                    f"partition(s)", (member,), tuple(sorted(set(tps)))))
             continue
-        missing = [tp for tp in tps if not partition_exists(problem.partitions_per_topic, tp)]
-        unsubscribed = [tp for tp in tps if tp.topic not in sub.topics and tp not in missing]
+        topics = frozenset(sub.topics)
+        missing = sorted({tp for tp in tps if not 0 <= tp.partition < ppt.get(tp.topic, 0)})
+        unsubscribed = sorted({tp for tp in tps if tp.topic not in topics} - set(missing))
         if missing:
             findings.append(Finding(f"{member} is assigned partition(s) that do not exist", (member,),
                                     tuple(missing)))
         if unsubscribed:
-            topics = ", ".join(sorted({tp.topic for tp in unsubscribed}))
+            names = ", ".join(sorted({tp.topic for tp in unsubscribed}))
             findings.append(Finding(f"{member} is assigned partition(s) of topic(s) it does not subscribe to: "
-                                    f"{topics}", (member,), tuple(unsubscribed)))
+                                    f"{names}", (member,), tuple(unsubscribed)))
     return Verdict(SUBSCRIBED_ONLY, tuple(findings))
 
 
-def complete(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def complete(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+             facts: RoundFacts | None = None) -> Verdict:
     """Every partition of every subscribed (existing) topic has an owner."""
+    holders = _facts(problem, result, facts).holder
     wanted = sorted({t for sub in problem.subscriptions for t in subscribed_topics(problem.partitions_per_topic, sub)})
-    assigned = {tp for tps in result.assignment.values() for tp in tps}
     findings = []
     for topic in wanted:
-        missing = tuple(TopicPartition(topic, p) for p in range(problem.partitions_per_topic[topic])
-                        if TopicPartition(topic, p) not in assigned)
+        missing = tuple(tp for tp in map(TopicPartition, [topic] * problem.partitions_per_topic[topic],
+                                         range(problem.partitions_per_topic[topic]))
+                        if tp not in holders)
         if missing:
             withheld = sum(1 for tp in missing if tp in result.transferring)
             note = f" ({withheld} of them withheld as transferring)" if withheld else ""
@@ -355,20 +431,25 @@ def complete(problem: AssignmentProblem, result: GroupAssignment, strategy: str)
     return Verdict(COMPLETE, tuple(findings))
 
 
-def balanced(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def balanced(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+             facts: RoundFacts | None = None) -> Verdict:
     """The assignor's balance definition: per topic for range, Kafka's general definition otherwise."""
+    assigned = _facts(problem, result, facts).assigned
     if strategy == "range":
-        return _balanced_per_topic(problem, result)
-    return _balanced_kafka(problem, result)
+        return _balanced_per_topic(problem, assigned)
+    return _balanced_kafka(problem, assigned)
 
 
-def _balanced_per_topic(problem: AssignmentProblem, result: GroupAssignment) -> Verdict:
+def _balanced_per_topic(problem: AssignmentProblem, assigned: Mapping[str, frozenset[TopicPartition]]) -> Verdict:
     """``RangeAssignor``: each topic's partitions are split among its subscribers, counts within one."""
-    assigned = assigned_sets(result)
+    per_topic: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for member, tps in assigned.items():
+        for tp in tps:
+            per_topic[tp.topic][member] += 1
     findings = []
     for topic in sorted(problem.partitions_per_topic):
-        counts = {sub.member_id: sum(1 for tp in assigned.get(sub.member_id, ()) if tp.topic == topic)
-                  for sub in problem.subscriptions if topic in sub.topics}
+        got = per_topic.get(topic, {})
+        counts = {sub.member_id: got.get(sub.member_id, 0) for sub in problem.subscriptions if topic in sub.topics}
         if not counts:
             continue
         low, high = min(counts.values()), max(counts.values())
@@ -381,24 +462,24 @@ def _balanced_per_topic(problem: AssignmentProblem, result: GroupAssignment) -> 
     return Verdict(BALANCED, tuple(findings))
 
 
-def _balanced_kafka(problem: AssignmentProblem, result: GroupAssignment) -> Verdict:
+def _balanced_kafka(problem: AssignmentProblem, assigned: Mapping[str, frozenset[TopicPartition]]) -> Verdict:
     """``GeneralAssignmentBuilder.isBalanced``: counts within one, or no under-loaded member could take more.
 
     For each member ``a``, it is enough to know, per topic ``t`` it subscribes to, the most loaded
     member holding a partition of ``t``: ``a`` could take that partition iff that load is at least
     ``count(a) + 2``.
     """
-    assigned = assigned_sets(result)
     members = [sub.member_id for sub in problem.subscriptions]
     count = {m: len(assigned.get(m, ())) for m in members}
     if not members or max(count.values()) - min(count.values()) <= 1:
         return Verdict(BALANCED)
     heaviest: dict[str, tuple[int, str, TopicPartition]] = {}
-    for m in sorted(members):
-        for tp in sorted(assigned.get(m, ())):
+    for m in sorted(members):  # per topic: the first most loaded holder, and its lowest partition of it
+        load = count[m]
+        for tp in assigned.get(m, ()):
             best = heaviest.get(tp.topic)
-            if best is None or count[m] > best[0]:
-                heaviest[tp.topic] = (count[m], m, tp)
+            if best is None or load > best[0] or (best[1] == m and tp < best[2]):
+                heaviest[tp.topic] = (load, m, tp)
     findings = []
     for sub in sorted(problem.subscriptions, key=lambda s: s.member_id):
         a = sub.member_id
@@ -413,20 +494,21 @@ def _balanced_kafka(problem: AssignmentProblem, result: GroupAssignment) -> Verd
     return Verdict(BALANCED, tuple(findings))
 
 
-def sticky(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def sticky(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+           facts: RoundFacts | None = None) -> Verdict:
     """Kafka's stickiness promises: quota keeping under equal subscriptions, and no swaps."""
-    claims = valid_claims(problem.partitions_per_topic, problem.subscriptions)
-    assigned = assigned_sets(result)
+    f = _facts(problem, result, facts)
     findings: list[Finding] = []
     if problem.subscriptions and all_subscriptions_equal(problem.subscriptions):
-        findings.extend(_quota_kept(problem, claims, assigned))
-    findings.extend(_swaps(claims, assigned))
+        findings.extend(_quota_kept(problem, f.claims, f.assigned))
+    findings.extend(_swaps(f.claims, f.assigned))
     return Verdict(STICKY, tuple(findings))
 
 
 def keepable(problem: AssignmentProblem, claims: Claims, sub: Subscription) -> frozenset[TopicPartition]:
     """A member's valid claims of topics it still subscribes to: what stickiness may keep for it."""
-    return frozenset(tp for tp in claims.owned.get(sub.member_id, ()) if tp.topic in sub.topics)
+    topics = frozenset(sub.topics)
+    return frozenset(tp for tp in claims.owned.get(sub.member_id, ()) if tp.topic in topics)
 
 
 def _quota_kept(problem: AssignmentProblem, claims: Claims,
@@ -436,13 +518,15 @@ def _quota_kept(problem: AssignmentProblem, claims: Claims,
     n = len(problem.subscriptions)
     min_quota, extra = divmod(total, n)
     max_quota = min_quota + (1 if extra else 0)
+    newest = claims.newest
     findings = []
     kept_max = 0
     owning_max = 0
     for sub in sorted(problem.subscriptions, key=lambda s: s.member_id):
         mine = keepable(problem, claims, sub)
-        kept = frozenset(tp for tp in assigned.get(sub.member_id, frozenset())
-                         if claims.newest.get(tp) == sub.member_id and tp.topic in sub.topics)
+        member = sub.member_id
+        # every topic is subscribed here (equal subscriptions), so only the claim decides
+        kept = frozenset(tp for tp in assigned.get(member, frozenset()) if newest.get(tp) == member)
         if len(mine) >= max_quota:
             owning_max += 1
         if extra and len(kept) >= max_quota:
@@ -450,9 +534,9 @@ def _quota_kept(problem: AssignmentProblem, claims: Claims,
         due = min(len(mine), min_quota)
         if len(kept) < due:
             findings.append(Finding(
-                f"{sub.member_id} kept {len(kept)} of its {len(mine)} owned partition(s); under equal "
+                f"{member} kept {len(kept)} of its {len(mine)} owned partition(s); under equal "
                 f"subscriptions Kafka keeps min(owned, minQuota={min_quota}) = {due}",
-                (sub.member_id,), tuple(sorted(mine - kept))))
+                (member,), tuple(sorted(mine - kept))))
     if extra and kept_max < min(extra, owning_max):
         findings.append(Finding(
             f"only {kept_max} member(s) kept maxQuota={max_quota} partitions, though {owning_max} owned at "
@@ -463,10 +547,11 @@ def _quota_kept(problem: AssignmentProblem, claims: Claims,
 
 def _swaps(claims: Claims, assigned: Mapping[str, frozenset[TopicPartition]]) -> list[Finding]:
     """2-cycles in the per-topic movement graph (valid owner -> member now assigned)."""
+    owner = claims.owner
     moves: dict[tuple[str, str, str], list[TopicPartition]] = defaultdict(list)
     for member, tps in assigned.items():
         for tp in tps:
-            previous = claims.owner.get(tp)
+            previous = owner.get(tp)
             if previous is not None and previous != member:
                 moves[(tp.topic, previous, member)].append(tp)
     findings = []
@@ -478,39 +563,27 @@ def _swaps(claims: Claims, assigned: Mapping[str, frozenset[TopicPartition]]) ->
     return findings
 
 
-def _added_and_revoked(problem: AssignmentProblem, result: GroupAssignment
-                       ) -> tuple[Claims, dict[str, frozenset[TopicPartition]], dict[TopicPartition, list[str]],
-                                  dict[TopicPartition, str]]:
-    claims = valid_claims(problem.partitions_per_topic, problem.subscriptions)
-    assigned = assigned_sets(result)
-    added: dict[TopicPartition, list[str]] = defaultdict(list)
-    for member, tps in assigned.items():
-        for tp in tps - claims.owned.get(member, frozenset()):
-            added[tp].append(member)
-    revoked = {tp: member for member, tps in claims.owned.items()
-               for tp in tps - assigned.get(member, frozenset())}
-    return claims, assigned, added, revoked
-
-
-def revoke_before_assign(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def revoke_before_assign(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+                         facts: RoundFacts | None = None) -> Verdict:
     """(U added) n (U revoked) is empty, on the valid claims."""
-    _, _, added, revoked = _added_and_revoked(problem, result)
+    f = _facts(problem, result, facts)
+    owner = f.claims.owner
     findings = []
-    for tp in sorted(added.keys() & revoked.keys()):
-        to = sorted(added[tp])
-        findings.append(Finding(f"{tp} is revoked from {revoked[tp]} and assigned to {', '.join(to)} in the "
-                                f"same round", (revoked[tp], *to), (tp,)))
-    return Verdict(REVOKE_BEFORE_ASSIGN, tuple(findings))
+    for tp, revoker in f.revoked.items():
+        adders = sorted(m for m in f.holders(tp) if owner.get(tp) != m)
+        if adders:
+            findings.append(Finding(f"{tp} is revoked from {revoker} and assigned to {', '.join(adders)} in the "
+                                    f"same round", (revoker, *adders), (tp,)))
+    return Verdict(REVOKE_BEFORE_ASSIGN, tuple(sorted(findings, key=lambda f: f.partitions)))
 
 
-def revoke_only_moved(problem: AssignmentProblem, result: GroupAssignment, strategy: str) -> Verdict:
+def revoke_only_moved(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
+                      facts: RoundFacts | None = None) -> Verdict:
     """Every revoked partition leaves its owner, or its topic is no longer subscribed."""
-    _, assigned, _, revoked = _added_and_revoked(problem, result)
-    elsewhere = {tp for tps in assigned.values() for tp in tps} | result.transferring
-    subs = {sub.member_id: sub for sub in problem.subscriptions}
+    f = _facts(problem, result, facts)
     needless: dict[str, list[TopicPartition]] = defaultdict(list)
-    for tp, member in revoked.items():
-        if tp.topic in subs[member].topics and tp not in elsewhere:
+    for tp, member in f.revoked.items():
+        if tp.topic in f.subs[member].topics and tp not in f.holder and tp not in result.transferring:
             needless[member].append(tp)
     findings = [Finding(f"{member} revokes partition(s) it still subscribes to that no other member gets",
                         (member,), tuple(sorted(tps)))
@@ -518,7 +591,7 @@ def revoke_only_moved(problem: AssignmentProblem, result: GroupAssignment, strat
     return Verdict(REVOKE_ONLY_MOVED, tuple(findings))
 
 
-Predicate = Callable[[AssignmentProblem, GroupAssignment, str], Verdict]
+Predicate = Callable[[AssignmentProblem, GroupAssignment, str, "RoundFacts | None"], Verdict]
 
 PREDICATES: dict[str, Predicate] = {
     SINGLE_OWNER: single_owner,
@@ -572,7 +645,8 @@ def promised(strategy: str, problem: AssignmentProblem, result: GroupAssignment)
 def check_round(strategy: str, problem: AssignmentProblem, result: GroupAssignment) -> dict[str, Verdict]:
     """Every round predicate, in catalogue order."""
     _spec(strategy)
-    return {inv: PREDICATES[inv](problem, result, strategy) for inv in ROUND_INVARIANTS}
+    facts = RoundFacts(problem, result)
+    return {inv: PREDICATES[inv](problem, result, strategy, facts) for inv in ROUND_INVARIANTS}
 
 
 def violated(strategy: str, problem: AssignmentProblem, result: GroupAssignment,
@@ -585,6 +659,6 @@ def violated(strategy: str, problem: AssignmentProblem, result: GroupAssignment,
 
 __all__ = [
     "AssignmentProblem", "Claims", "ClaimRejection", "Finding", "IgnoredClaim", "PREDICATES", "ROUND_INVARIANTS",
-    "Verdict", "all_subscriptions_equal", "check_round", "keepable", "promised", "same_existing_topics",
+    "RoundFacts", "Verdict", "all_subscriptions_equal", "check_round", "keepable", "promised", "same_existing_topics",
     "subscribed_topics", "valid_claims", "violated",
 ]

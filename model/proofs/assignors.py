@@ -77,23 +77,27 @@ def _range_inv(i: Z, nxt: Z, extra: Z, q: Z, r: Z, C: Z) -> Z:
     return z3.And(i >= 0, i <= C, nxt == i * q + done_extra, extra == r - done_extra)
 
 
-def _range_step(q: Z, P: Z, nxt: Z, extra: Z) -> tuple[Z, Z, Z]:
+def _range_step(q: Z, P: Z, nxt: Z, extra: Z, mutants: frozenset[str] = frozenset(), r: Z = None) -> tuple[Z, Z, Z]:
     """One subscriber's turn in ``assignRanges``: ``(n, nxt', extra')``.
 
     ``maxAssignable = numPartitionsPerConsumer + (remainingConsumersWithExtraPartition > 0 ? 1 : 0)
     - numAssigned`` (numAssigned is 0 before the subscriber's turn in plain range); it takes that
     many from the front of the unassigned partitions (``limit``), and ``onAssigned`` decrements the
-    extra count when it took more than ``numPartitionsPerConsumer``.
+    extra count when it took more than ``numPartitionsPerConsumer``. Mutant ``range-ceil-quota``:
+    every subscriber may take ``ceil(P/C)`` while partitions are left.
     """
-    max_assignable = q + _b2i(extra > 0)
+    if "range-ceil-quota" in mutants:
+        max_assignable = q + _b2i(r > 0)
+    else:
+        max_assignable = q + _b2i(extra > 0)
     n = _min(max_assignable, P - nxt)
     return n, nxt + n, extra - _b2i(n > q)
 
 
-def _range_prove(prover: Prover) -> None:
+def _range_prove(prover: Prover, mutants: frozenset[str] = frozenset()) -> None:
     P, C, i, nxt, extra = z3.Ints("P C i nxt extra")
     q, r, split = _range_split(P, C)
-    n, nxt2, extra2 = _range_step(q, P, nxt, extra)
+    n, nxt2, extra2 = _range_step(q, P, nxt, extra, mutants, r)
     prover.valid("init: before the first subscriber nothing is assigned and P%C extras remain",
                  _range_inv(z3.IntVal(0), z3.IntVal(0), r, q, r, C), split)
     inv = _range_inv(i, nxt, extra, q, r, C)
@@ -106,32 +110,37 @@ def _range_prove(prover: Prover) -> None:
                  z3.And(nxt == P, extra == 0), [*split, _range_inv(C, nxt, extra, q, r, C)])
 
 
+def _range_unrolled(P: int, C: int, mutants: frozenset[str], timeout_ms: int) -> list[tuple[int, int]] | None:
+    """The encoding unrolled over C subscribers for concrete P: (start, count) per subscriber."""
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    q, r = z3.Ints("q r")
+    solver.add(q == P // C, r == P % C)
+    nxt, extra = z3.IntVal(0), r
+    spans = []
+    for _ in range(C):
+        n, nxt2, extra2 = _range_step(q, z3.IntVal(P), nxt, extra, mutants, r)
+        spans.append((nxt, n))
+        nxt, extra = nxt2, extra2
+    if solver.check() != z3.sat:
+        return None
+    model = solver.model()
+    return [(model_int(model, a), model_int(model, b)) for a, b in spans]
+
+
 def _range_crosscheck(prover: Prover, sizes: Sequence[tuple[int, int]]) -> int:
     """Concrete instances: the unrolled encoding's model against model.assignors.range."""
     checked = 0
     for P, C in sizes:
-        solver = z3.Solver()
-        solver.set("timeout", prover.timeout_ms)
-        q, r = z3.Ints("q r")
-        solver.add(q == P // C, r == P % C)
-        nxt, extra = z3.IntVal(0), r
-        starts, counts = [], []
-        for _ in range(C):
-            n, nxt2, extra2 = _range_step(q, z3.IntVal(P), nxt, extra)
-            starts.append(nxt)
-            counts.append(n)
-            nxt, extra = nxt2, extra2
-        if solver.check() != z3.sat:
+        spans = _range_unrolled(P, C, frozenset(), prover.timeout_ms)
+        if spans is None:
             prover.record(f"range encoding has a model for P={P}, C={C}", False)
             return checked
-        model = solver.model()
         # Members whose member ids and instance ids sort differently, so member order matters.
         subs = [Subscription(member_id=f"c{(C - k) % C}", topics=("t",),
                              instance_id=(f"i{k}" if k % 2 == 0 else None)) for k in range(C)]
         order = sorted_members(subs)
-        expected = {s.member_id: tuple(TopicPartition("t", x) for x in
-                                       range(model_int(model, starts[k]),
-                                             model_int(model, starts[k]) + model_int(model, counts[k])))
+        expected = {s.member_id: tuple(TopicPartition("t", x) for x in range(spans[k][0], spans[k][0] + spans[k][1]))
                     for k, s in enumerate(order)}
         got = _try_assign(prover, "range cross-check", "range", {"t": P}, subs)
         if got is None:
@@ -162,6 +171,35 @@ def _range_crosscheck_unequal(prover: Prover) -> int:
 _RANGE_SIZES = [(p, c) for c in range(1, 6) for p in range(0, 11)]
 
 
+def _range_counterexample(prover: Prover, cfg: RunConfig) -> Outcome:
+    """Under a mutant: the smallest (P, C) whose unrolled encoding is unbalanced, replayed on the model."""
+    for P, C in sorted(_RANGE_SIZES, key=lambda pc: (pc[0] + pc[1], pc)):
+        spans = _range_unrolled(P, C, cfg.mutants, cfg.timeout_ms)
+        if spans is None or max(n for _, n in spans) - min(n for _, n in spans) <= 1:
+            continue
+        subs = [Subscription(member_id=f"c{k}", topics=("t",)) for k in range(C)]
+        found = _replay_assignor(prover, "range", "balanced", {"t": P}, subs, cfg.mutants, "eager")
+        if found is not None:
+            return found
+    return outcome(prover, "the encoding is unbalanced under the mutant, but model.assignors.range did not "
+                           "reproduce it")
+
+
+def _replay_assignor(prover: Prover, strategy: str, invariant: str, ppt: dict[str, int],
+                     subs: Sequence[Subscription], mutants: frozenset[str], protocol: str) -> Outcome | None:
+    """Run the executable assignor with the mutant on a candidate; an Outcome if the invariant fails."""
+    got = _try_assign(prover, f"{strategy} with {sorted(mutants)}", strategy, ppt, subs, mutants)
+    if got is None:
+        return None
+    found = concrete.verdict(invariant, strategy, ppt, subs, got)
+    if found.held:
+        return None
+    prover.record(f"replayed on model.assignors ({strategy}): {invariant} fails", False,
+                  concrete.findings_text(found))
+    return outcome(prover, f"refuted: {concrete.findings_text(found)}",
+                   counterexample=tuple(concrete.round_events(strategy, subs, got, protocol)), violated=invariant)
+
+
 @obligation(
     id="range-balance", invariant="balanced", scope="unbounded",
     statement="range: for every topic and any P >= 0 partitions and C >= 1 subscribers, each subscriber "
@@ -170,10 +208,13 @@ _RANGE_SIZES = [(p, c) for c in range(1, 6) for p in range(0, 11)]
     source="RangeAssignor.assignRanges, TopicAssignmentState.maxAssignable / onAssigned",
     assumptions=("no-racks",),
     bounds={"cross_checked_max_partitions": 10, "cross_checked_max_members": 5},
+    mutants=("range-ceil-quota",),
 )
 def range_balance(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
-    _range_prove(prover)
+    _range_prove(prover, cfg.mutants)
+    if cfg.mutants:
+        return _range_counterexample(prover, cfg)
     P, C, i, j = z3.Ints("P C i j")
     q, r, split = _range_split(P, C)
     ni, nj = q + _b2i(i < r), q + _b2i(j < r)
@@ -215,13 +256,17 @@ def range_exact_cover(cfg: RunConfig) -> Outcome:
 # roundrobin
 # =============================================================================================
 
-def _rr_step(pos: Z, N: Z) -> tuple[Z, Z]:
+def _rr_step(pos: Z, N: Z, new_topic: Z = None, mutants: frozenset[str] = frozenset()) -> tuple[Z, Z]:
     """One partition in ``RoundRobinAssignor.assign`` under equal subscriptions.
 
     The skip loop ``while (!subscribed(assigner.peek())) assigner.next()`` never runs (every member
     subscribes to every topic), so the partition goes to ``assigner.next()``: the member at
-    ``pos``; the CircularIterator then moves to ``pos + 1``, wrapping to 0.
+    ``pos``; the CircularIterator then moves to ``pos + 1``, wrapping to 0. ``new_topic`` says the
+    partition is the first of its topic; the iterator ignores that -- except under the mutant
+    ``roundrobin-reset-per-topic``, which starts every topic at the first member.
     """
+    if "roundrobin-reset-per-topic" in mutants and new_topic is not None:
+        pos = _If(new_topic, z3.IntVal(0), pos)
     return pos, _If(pos + 1 == N, z3.IntVal(0), pos + 1)
 
 
@@ -238,6 +283,7 @@ def _rr_inv(k: Z, qk: Z, rk: Z, pos: Z, cnt: Z, i: Z, N: Z) -> Z:
     source="RoundRobinAssignor.assign (CircularIterator over sorted members, never reset)",
     assumptions=("equal-subscriptions",),
     bounds={"cross_checked_max_partitions": 12, "cross_checked_max_members": 5},
+    mutants=("roundrobin-reset-per-topic",),
 )
 def roundrobin_balance(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
@@ -246,7 +292,7 @@ def roundrobin_balance(cfg: RunConfig) -> Outcome:
     prover.valid("init: no partition yet, iterator at the first member",
                  _rr_inv(z3.IntVal(0), z3.IntVal(0), z3.IntVal(0), z3.IntVal(0), z3.IntVal(0), i, N), dom)
     inv = _rr_inv(k, qk, rk, pos, cnt, i, N)
-    owner, pos2 = _rr_step(pos, N)
+    owner, pos2 = _rr_step(pos, N, z3.Bool("first_of_topic"), cfg.mutants)
     cnt2 = cnt + _b2i(owner == i)
     qk2 = _If(rk + 1 == N, qk + 1, qk)
     rk2 = _If(rk + 1 == N, z3.IntVal(0), rk + 1)
@@ -259,6 +305,8 @@ def roundrobin_balance(cfg: RunConfig) -> Outcome:
                  [*dom, 0 <= j, j < N, inv, _rr_inv(k, qk, rk, pos, cj, j, N)])
     prover.witness("tight: two members can get different counts",
                    [*dom, 0 <= j, j < N, inv, _rr_inv(k, qk, rk, pos, cj, j, N), cnt != cj])
+    if cfg.mutants:
+        return _rr_counterexample(prover, cfg)
     checked = 0
     sizes = [(t0, t1, n) for n in range(1, 6) for t0 in range(0, 7) for t1 in (0, 2, 5)]
     for t0, t1, n in sizes:
@@ -291,6 +339,30 @@ def roundrobin_balance(cfg: RunConfig) -> Outcome:
                   checked == len(sizes))
     return outcome(prover, "roundrobin is balanced under equal subscriptions for every N and T "
                            "(induction over the partitions)", facts={"cross_checked": checked})
+
+
+def _rr_counterexample(prover: Prover, cfg: RunConfig) -> Outcome:
+    """Under a mutant: two topics and N members whose unrolled encoding is unbalanced, replayed."""
+    for total in range(2, 9):
+        for t0 in range(1, total):
+            for n in range(2, 5):
+                counts = [0] * n
+                pos: Z = z3.IntVal(0)
+                owners = []
+                for x in range(total):
+                    o, pos = _rr_step(pos, z3.IntVal(n), z3.BoolVal(x in (0, t0)), cfg.mutants)
+                    owners.append(z3.simplify(o).as_long())
+                for o in owners:
+                    counts[o] += 1
+                if max(counts) - min(counts) <= 1:
+                    continue
+                subs = [Subscription(member_id=f"m{x}", topics=("a", "b")) for x in range(n)]
+                found = _replay_assignor(prover, "roundrobin", "balanced", {"a": t0, "b": total - t0}, subs,
+                                         cfg.mutants, "eager")
+                if found is not None:
+                    return found
+    return outcome(prover, "the encoding is unbalanced under the mutant, but model.assignors.roundrobin did not "
+                           "reproduce it")
 
 
 # =============================================================================================

@@ -173,7 +173,8 @@ def instances(seed: int, count: int, max_members: int, max_partitions: int) -> l
               "exists, and none keeps k+1",
     source="model.stickiness (optimum_kept); the balance constraints of ConstrainedAssignmentBuilder",
     bounds={"instances": 24, "max_members": 40, "max_partitions": 400},
-    deep=True,
+    deepen=lambda b: {"instances": b["instances"], "max_members": b["max_members"] * 2,
+                      "max_partitions": b["max_partitions"] * 2},
 )
 def stickiness_optimum(cfg: RunConfig) -> Outcome:
     bounds = dict(stickiness_optimum.bounds)

@@ -72,6 +72,7 @@ class Outcome:
 
 
 RunFn = Callable[[RunConfig], Outcome]
+DeepenFn = Callable[[Mapping[str, int]], Mapping[str, int]]
 
 
 @dataclass(frozen=True)
@@ -85,18 +86,18 @@ class Obligation:
     run: RunFn
     bounds: Mapping[str, int] = field(default_factory=dict)  # default bounds (bounded) / sizes (unbounded)
     mutants: tuple[str, ...] = ()  # the mutants this obligation is run on, and must be able to refute
-    deep: bool = False  # bounded: the --deep driver may raise its bounds
+    deepen: DeepenFn | None = None  # bounded: the next, larger bounds for the --deep driver
 
 
 def obligation(*, id: str, invariant: str, scope: Scope, statement: str, source: str,
                assumptions: tuple[str, ...] = (), bounds: Mapping[str, int] | None = None,
-               mutants: tuple[str, ...] = (), deep: bool = False) -> Callable[[RunFn], Obligation]:
+               mutants: tuple[str, ...] = (), deepen: DeepenFn | None = None) -> Callable[[RunFn], Obligation]:
     """Declare an obligation next to the function that discharges it."""
 
     def wrap(fn: RunFn) -> Obligation:
         return Obligation(id=id, invariant=invariant, scope=scope, statement=statement,
                           assumptions=assumptions, source=source, run=fn, bounds=dict(bounds or {}),
-                          mutants=mutants, deep=deep)
+                          mutants=mutants, deepen=deepen)
 
     return wrap
 

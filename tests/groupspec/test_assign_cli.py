@@ -239,3 +239,16 @@ def test_missing_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit) as exc:
         main(["assign"])
     assert exc.value.code == 2
+
+
+def test_an_input_on_which_kafkas_assignor_throws_exits_1_with_the_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Java's GeneralAssignmentBuilder throws NullPointerException here (model/assignors/sticky_general.py).
+    claims = [{"topic": "t0", "partition": p} for p in range(4)]
+    problem = {"strategy": "sticky", "topics": {"t0": 4, "t1": 1}, "members": [
+        {"member_id": "a", "topics": ["t0"], "owned": claims, "generation": 5},
+        {"member_id": "b", "topics": ["t1"], "owned": claims[:1], "generation": 4},
+        {"member_id": "c", "topics": ["t0"], "generation": 5}]}
+    code, out, err = run([str(write(tmp_path, problem))], capsys)
+    assert code == 1 and err == ""
+    assert out["assignment"] is None and "NullPointerException" in out["assignor_failure"]

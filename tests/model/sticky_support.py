@@ -159,3 +159,130 @@ def random_problem(rng: random.Random, *, max_topics: int = 5, max_partitions: i
     order = list(subs)
     rng.shuffle(order)
     return Problem(ppt, tuple(order))
+
+
+# -- running an assignor the way Kafka's tests do ---------------------------------------------------
+
+STRATEGIES = ("sticky", "cooperative-sticky")
+
+
+def run(strategy: str, problem: Problem, mutants: frozenset[str] = frozenset()) -> GroupAssignment:
+    from model.assignors import assign
+    return assign(strategy, problem.partitions_per_topic, problem.subscriptions, mutants=mutants)
+
+
+def settle(strategy: str, problem: Problem, *, generation: int = 1, max_rounds: int = 4,
+           mutants: frozenset[str] = frozenset()) -> tuple[GroupAssignment, Problem, int]:
+    """The assignment once nothing is revoked any more, as CooperativeStickyAssignorTest.verifyValidityAndBalance.
+
+    For cooperative-sticky: while some member would revoke something, check that no partition is
+    added to one member while it is revoked from another, let every member own what it was given
+    (at ``generation``, as Kafka's test does) and rebalance again; at most ``max_rounds`` follow-ups.
+    Returns the final assignment, the problem it answers and the number of follow-ups.
+    """
+    result = run(strategy, problem, mutants)
+    if strategy != "cooperative-sticky":
+        return result, problem, 0
+    rounds = 0
+    while True:
+        added, revoked = added_and_revoked(problem, result)
+        assert not added & revoked, f"added and revoked in one round: {sorted(added & revoked)}"
+        if not revoked:
+            return result, problem, rounds
+        rounds += 1
+        assert rounds <= max_rounds, f"still revoking after {max_rounds} follow-up rebalances"
+        problem = follow_up(problem, result, generation)
+        result = run(strategy, problem, mutants)
+
+
+def sets(result: GroupAssignment) -> dict[str, set[TopicPartition]]:
+    return {m: set(tps) for m, tps in result.assignment.items()}
+
+
+def per_topic(result: GroupAssignment, member: str, topic: str) -> int:
+    return sum(1 for p in result.assignment[member] if p.topic == topic)
+
+
+# -- hypothesis strategies ------------------------------------------------------------------------
+
+def problems(*, max_topics: int = 5, max_partitions: int = 8, max_members: int = 8, equal: bool | None = None,
+             junk: bool = True, static: bool = True):
+    """Random problems with a history, as hypothesis draws (shrinks to small, clean problems).
+
+    Owned partitions come from an earlier assignment (each partition had at most one owner) plus,
+    when ``junk``, the noise Kafka must tolerate: stale or missing generations, second claimers,
+    partitions listed twice, claims of topics without metadata or of partitions that do not exist,
+    subscriptions to topics without metadata, empty subscriptions. ``static`` gives some members a
+    ``group.instance.id`` ordered differently from their member ids.
+    """
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw_problem(draw):
+        n_topics = draw(st.integers(1, max_topics))
+        topics = [f"t{i}" for i in range(n_topics)]
+        ppt = {t: draw(st.integers(0 if junk else 1, max_partitions)) for t in topics}
+        if junk and draw(st.booleans()) and draw(st.booleans()):
+            ppt.pop(draw(st.sampled_from(topics)))  # subscribed to, but no metadata
+        n_members = draw(st.integers(1, max_members))
+        ids = [f"m{i}" for i in range(n_members)]
+        same = draw(st.booleans()) if equal is None else equal
+        common = draw(st.lists(st.sampled_from(topics), min_size=1, unique=True))
+        subscribed = {
+            m: common if same else draw(st.lists(st.sampled_from(topics), min_size=0 if junk else 1, unique=True))
+            for m in ids}
+        gens = {m: draw(st.sampled_from([-1, 1, 2, 3, 3, 3])) if junk else 3 for m in ids}
+        owned: dict[str, list[TopicPartition]] = {m: [] for m in ids}
+        for t, count in sorted(ppt.items()):
+            for i in range(count):
+                holder = draw(st.integers(-1, n_members - 1))
+                if holder >= 0:
+                    owned[ids[holder]].append(TopicPartition(t, i))
+        if junk:
+            extra = draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from([*topics, "gone"]),
+                                            st.integers(-1, max_partitions + 1)), max_size=4))
+            for m, t, i in extra:
+                owned[m].append(TopicPartition(t, i))
+        instance = {m: None for m in ids}
+        if static:
+            for m in draw(st.lists(st.sampled_from(ids), unique=True)):
+                instance[m] = f"i{draw(st.integers(0, 99)):02d}-{m}"
+        subs = [Subscription(m, tuple(subscribed[m]), tuple(draw(st.permutations(owned[m]))), gens[m], instance[m])
+                for m in ids]
+        return Problem(ppt, tuple(draw(st.permutations(subs))))
+
+    return draw_problem()
+
+
+def java_bug_exposure(problem: Problem) -> dict[str, set[str]]:
+    """Members exposed to the two Kafka bugs the model keeps (docs/assignors-sticky.md), by bug.
+
+    * ``leading-empty-subscription``: members with an empty topic list placed (in member order)
+      before the first member with topics, when all members with topics subscribe alike: Kafka's
+      constrained builder gives them partitions;
+    * ``stale-unsubscribed-claim``: members with a generation below the group's highest that claim an
+      existing partition of a topic they no longer subscribe to: the previous-owner rule can hand it
+      back to them.
+    """
+    from model.assignors.order import sorted_members
+
+    ordered = sorted_members(problem.subscriptions)
+    ppt = problem.partitions_per_topic
+    exposed: dict[str, set[str]] = {"leading-empty-subscription": set(), "stale-unsubscribed-claim": set()}
+    leading = []
+    for s in ordered:
+        if s.topics:
+            break
+        leading.append(s.member_id)
+    non_empty = [frozenset(s.topics) for s in ordered if s.topics]
+    if leading and non_empty and all(t == non_empty[0] for t in non_empty) and not any(
+            not s.topics for s in ordered[len(leading):]):
+        exposed["leading-empty-subscription"] = set(leading)
+    top = max((s.generation if s.generation >= 0 else -1 for s in ordered), default=-1)
+    wanted = {t for s in ordered for t in s.topics}
+    for s in ordered:
+        gen = s.generation if s.generation >= 0 else -1
+        if gen < top and any(p.topic in wanted and 0 <= p.partition < ppt.get(p.topic, 0)
+                             and p.topic not in s.topics for p in s.owned):
+            exposed["stale-unsubscribed-claim"].add(s.member_id)
+    return exposed

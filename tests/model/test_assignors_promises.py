@@ -19,13 +19,14 @@ from model.invariants.assignment import (
     BALANCED,
     COMPLETE,
     REVOKE_BEFORE_ASSIGN,
+    SINGLE_OWNER,
     STICKY,
     SUBSCRIBED_ONLY,
     AssignmentProblem,
     Finding,
-    Verdict,
     check_round,
     promised,
+    subscribed_only,
 )
 from model.types import GroupAssignment, Subscription, TopicPartition
 
@@ -48,8 +49,11 @@ def rounds(draw: st.DrawFn) -> AssignmentProblem:
 
     # membership change: some leave, some join (dynamic, or static restarting with a new member id)
     stay = [m for m in previous if draw(st.integers(0, 4)) > 0]
+    left = [m for m in previous if m not in stay]
     joiners = [f"j{i}" for i in range(draw(st.integers(0 if stay else 1, 3)))]
     members = stay + joiners
+    # a joiner may be a static member restarting: a new member id under a departed member's instance id
+    restarted = {j: f"i-{left[i]}" for i, j in enumerate(joiners) if i < len(left) and draw(st.booleans())}
 
     equal = draw(st.booleans())
     shared = tuple(draw(st.lists(st.sampled_from([*topics, "gone"]), unique=True, min_size=1)))
@@ -57,7 +61,7 @@ def rounds(draw: st.DrawFn) -> AssignmentProblem:
     for m in members:
         mine = shared if equal else tuple(draw(st.lists(st.sampled_from([*topics, "gone"]), unique=True,
                                                         max_size=len(topics) + 1)))
-        static = draw(st.integers(0, 3)) == 0
+        instance_id = restarted.get(m) or (f"i-{m}" if draw(st.integers(0, 3)) == 0 else None)
         if m in owned:
             claims = list(owned[m])
             gen = generation
@@ -71,8 +75,7 @@ def rounds(draw: st.DrawFn) -> AssignmentProblem:
                                                     TopicPartition("t0", -1)])))
         else:
             claims, gen = [], -1
-        subscriptions.append(Subscription(m, mine, tuple(claims), gen,
-                                          instance_id=f"i-{m}" if static else None))
+        subscriptions.append(Subscription(m, mine, tuple(claims), gen, instance_id=instance_id))
     order = draw(st.permutations(range(len(subscriptions))))
     return AssignmentProblem.of(topics, [subscriptions[i] for i in order])
 
@@ -134,7 +137,7 @@ def explained(problem: AssignmentProblem, result: GroupAssignment, invariant: st
     if invariant in (BALANCED, COMPLETE, STICKY):
         # consequences of a member holding partitions outside its subscription (the two cases above)
         return any(explained(problem, result, SUBSCRIBED_ONLY, f)
-                   for f in check_round_cached(problem, result)[SUBSCRIBED_ONLY].findings)
+                   for f in subscribed_only(problem, result, "sticky").findings)
     if invariant == REVOKE_BEFORE_ASSIGN:
         # computePartitionsTransferringOwnership (general builder) uses the raw claims: a partition
         # handed back to a member whose claim of it is stale is not "added", so it is not withheld.
@@ -142,17 +145,6 @@ def explained(problem: AssignmentProblem, result: GroupAssignment, invariant: st
         adders = [m for m, tps in result.assignment.items() if tp in tps]
         return _general_path(problem) and all(tp in subs[m].owned for m in adders if m in subs)
     return False
-
-
-_CACHE: dict[int, dict[str, Verdict]] = {}
-
-
-def check_round_cached(problem: AssignmentProblem, result: GroupAssignment) -> dict[str, Verdict]:
-    key = id(result)
-    if key not in _CACHE:
-        _CACHE.clear()
-        _CACHE[key] = check_round("sticky", problem, result)
-    return _CACHE[key]
 
 
 def unexplained(strategy: str, problem: AssignmentProblem, result: GroupAssignment) -> list[str]:
@@ -219,3 +211,77 @@ def test_cooperative_sticky_converges_with_revoke_before_assign_in_every_round(p
         return
     final = check_round("cooperative-sticky", problem, result)
     assert final[COMPLETE].held and final[BALANCED].held
+
+
+# ---------------------------------------------------------------- reachability: each allowance, and each mutant
+
+
+def _tps(*names: str) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(n.rsplit("-", 1)[0], int(n.rsplit("-", 1)[1])) for n in names)
+
+
+def _round(topics: dict[str, int], *subs: Subscription) -> AssignmentProblem:
+    return AssignmentProblem.of(topics, subs)
+
+
+def _failing(strategy: str, problem: AssignmentProblem, mutants: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    result = assign(strategy, problem.partitions_per_topic, problem.subscriptions, mutants=mutants)
+    verdicts = check_round(strategy, problem, result)
+    return {inv: [f.message for f in verdicts[inv].findings]
+            for inv in promised(strategy, problem, result) if not verdicts[inv].held}
+
+
+def test_known_kafka_break_empty_subscription_gets_partitions() -> None:
+    problem = _round({"t0": 4}, Subscription("j1", ("t0",)), Subscription("j0", ()))
+    for strategy in ("sticky", "cooperative-sticky"):
+        failing = _failing(strategy, problem)
+        assert list(failing) == [SUBSCRIBED_ONLY]
+        assert unexplained(strategy, problem, assign(strategy, problem.partitions_per_topic,
+                                                     problem.subscriptions)) == []
+
+
+def test_known_kafka_break_stale_previous_owner_outside_its_subscription() -> None:
+    problem = _round({"t0": 4, "t1": 2},
+                     Subscription("a", ("t0",), _tps("t0-0", "t0-1", "t0-2", "t0-3"), 5),
+                     Subscription("b", ("t1",), _tps("t0-0"), 4),  # left t0; its stale claim survives
+                     Subscription("c", ("t0", "t1"), (), 5))
+    assert _failing("sticky", problem)[SUBSCRIBED_ONLY] == [
+        "b is assigned partition(s) of topic(s) it does not subscribe to: t0"]
+    assert unexplained("sticky", problem, assign("sticky", problem.partitions_per_topic, problem.subscriptions)) == []
+
+
+def test_known_kafka_break_null_pointer_on_a_fixed_previous_owner() -> None:
+    problem = _round({"t0": 4, "t1": 1},
+                     Subscription("a", ("t0",), _tps("t0-0", "t0-1", "t0-2", "t0-3"), 5),
+                     Subscription("b", ("t1",), _tps("t0-0"), 4),
+                     Subscription("c", ("t0",), (), 5))
+    assert run_assignor("sticky", problem) is None
+
+
+def test_known_kafka_break_partition_handed_back_to_a_stale_claimer_is_not_withheld() -> None:
+    # a (generation 5) owns t0-0 and t0-1; b's claim of t0-0 is from generation 4. Unequal subscriptions
+    # (b also lists a topic without metadata) select the general builder, which moves t0-0 back to its
+    # previous owner b; computePartitionsTransferringOwnership sees b's raw claim, so nothing is withheld
+    # and b is given t0-0 in the round in which a revokes it.
+    problem = _round({"t0": 2}, Subscription("a", ("t0",), _tps("t0-0", "t0-1"), 5),
+                     Subscription("b", ("t0", "gone"), _tps("t0-0"), 4))
+    assert _failing("cooperative-sticky", problem) == {
+        REVOKE_BEFORE_ASSIGN: ["t0-0 is revoked from a and assigned to b in the same round"]}
+    result = assign("cooperative-sticky", problem.partitions_per_topic, problem.subscriptions)
+    assert unexplained("cooperative-sticky", problem, result) == []
+
+
+def test_mutant_coop_no_withhold_breaks_revoke_before_assign() -> None:
+    t = _tps("t-0", "t-1", "t-2", "t-3")
+    problem = _round({"t": 4}, Subscription("a", ("t",), t[:2], 3), Subscription("b", ("t",), t[2:], 3),
+                     Subscription("c", ("t",)))
+    assert _failing("cooperative-sticky", problem) == {}
+    failing = _failing("cooperative-sticky", problem, frozenset({"coop-no-withhold"}))
+    assert list(failing) == [REVOKE_BEFORE_ASSIGN]
+
+
+def test_mutant_double_claim_both_keep_breaks_single_owner() -> None:
+    problem = _round({"t": 2}, Subscription("a", ("t",), _tps("t-0"), 3), Subscription("b", ("t",), _tps("t-0"), 3))
+    for strategy in ("sticky", "cooperative-sticky"):
+        assert _failing(strategy, problem) == {}
+        assert SINGLE_OWNER in _failing(strategy, problem, frozenset({"double-claim-both-keep"}))

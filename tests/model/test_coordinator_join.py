@@ -111,6 +111,18 @@ def test_initial_delay_not_extended_without_new_members() -> None:
     assert h.group.state is COMPLETING_REBALANCE
 
 
+def test_pending_member_expiry_ends_the_initial_delay_early() -> None:
+    # Kafka quirk, kept: removePendingMemberAndUpdateClassicGroup completes the join phase directly,
+    # without maybeCompleteJoinPhase's initial-rebalance guard.
+    h = Harness(CoordinatorConfig(initial_rebalance_delay_ms=10_000))
+    h.new_member("a#1")
+    h.join("b#1", session=6000)  # b never comes back with its id
+    h.advance(5999)
+    assert h.group.state is PREPARING_REBALANCE
+    h.advance(1)
+    assert h.group.state is COMPLETING_REBALANCE and h.now == 6000
+
+
 def test_new_member_in_a_later_rebalance_is_not_an_initial_delay() -> None:
     h = Harness()
     h.stable_group(dynamic=["a#1"])

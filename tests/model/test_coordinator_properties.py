@@ -43,6 +43,7 @@ from model.coordinator import (
 from model.coordinator_state import is_pending_member
 from model.messages import (
     ConsumerProtocolSubscription,
+    Errors,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -57,7 +58,7 @@ from model.messages import (
 )
 from model.types import TopicPartition
 
-CONNS = ["a#1", "a#2", "b#1", "b#2", "c#1", "d#1"]
+CONNS = ["a#1", "a#2", "b#1", "b#2", "c#1", "d#1", "e#1", "f#1"]
 INSTANCES = [None, None, "ia", "ib"]
 SUB = ConsumerProtocolSubscription(topics=("t",))
 PROTOCOLS = [
@@ -83,6 +84,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.group = initial_group(CONFIG)
         self.now = 0
         self.seen_ids: list[str] = ["ghost"]
+        self.conn_of: dict[str, str] = {}  # member id -> the connection it was handed out on
+        self.last_replies: tuple[Any, ...] = ()
         self.mutants: frozenset[str] = frozenset()
 
     # --- drawing parts of requests ----------------------------------------------------------
@@ -148,6 +151,48 @@ class CoordinatorMachine(RuleBasedStateMachine):
         request = OffsetCommitRequest(member_id, instance, self.draw_generation(data), ((PARTITIONS[0], offset),))
         self.deliver(conn, request)
 
+    @rule(conn=st.sampled_from(CONNS), instance=st.sampled_from(INSTANCES), protocols=st.sampled_from(PROTOCOLS[:5]))
+    def client_joins(self, conn: str, instance: str | None,
+                     protocols: tuple[tuple[str, ConsumerProtocolSubscription], ...]) -> None:
+        """A new consumer starts: JoinGroup with no id, and again with the id it is handed (KIP-394)."""
+        self.deliver(conn, JoinGroupRequest("", instance, 20_000, 15_000, protocols))
+        for reply in self.last_replies:
+            r = reply.response
+            if reply.conn == conn and isinstance(r, JoinGroupResponse) and r.error is Errors.MEMBER_ID_REQUIRED:
+                self.deliver(conn, JoinGroupRequest(r.member_id, None, 20_000, 15_000, protocols))
+
+    @rule(data=st.data())
+    def member_does_the_right_thing(self, data: st.DataObject) -> None:
+        """A member behaves as a client would: rejoins in PreparingRebalance, syncs in
+        CompletingRebalance (the leader with an assignment), heartbeats otherwise; a pending member
+        comes back with its id."""
+        pending = [p.member_id for p in self.group.pending_members]
+        choices = [m.member_id for m in self.group.members] + pending
+        if not choices:
+            return
+        member_id = data.draw(st.sampled_from(choices))
+        conn = self.conn_of.get(member_id, "a#1")
+        if member_id in pending:
+            self.deliver(conn, JoinGroupRequest(member_id, None, 20_000, 15_000, PROTOCOLS[0]))
+            return
+        m = next(x for x in self.group.members if x.member_id == member_id)
+        g = self.group
+        if g.state is PREPARING_REBALANCE and m.awaiting_join is None:
+            request: Request = JoinGroupRequest(member_id, m.instance_id, m.session_timeout_ms,
+                                                m.rebalance_timeout_ms, m.protocols)
+        elif (g.state is COMPLETING_REBALANCE and m.awaiting_sync is None
+              and not (g.leader == member_id and self.followers_still_to_sync() and data.draw(st.booleans()))):
+            # (a leader often syncs last, so that followers are parked when something intervenes)
+            assignments = tuple((x.member_id, (PARTITIONS[i],)) for i, x in enumerate(g.members[:4]))
+            request = SyncGroupRequest(member_id, m.instance_id, g.generation, g.protocol_name,
+                                       assignments if g.leader == member_id else ())
+        else:
+            request = HeartbeatRequest(member_id, m.instance_id, g.generation)
+        self.deliver(conn, request)
+
+    def followers_still_to_sync(self) -> bool:
+        return any(m.awaiting_sync is None and m.member_id != self.group.leader for m in self.group.members)
+
     @rule(ms=st.sampled_from([0, 500, 2000, 5000, 9000, 15_000, 31_000]))
     def tick(self, ms: int) -> None:
         self.now += ms
@@ -160,6 +205,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def deliver(self, conn: str, request: Request) -> None:
         before = self.group
         self.group, replies, events = receive(self.group, conn, request, self.now, CONFIG, self.mutants)
+        self.last_replies = replies
         self.check_step(before, conn, request, replies, events)
 
     def check_step(self, before: Any, conn: str | None, request: Request | None,
@@ -190,9 +236,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
             answered = any(r.conn == conn and isinstance(r.response, RESPONSE_OF[type(request)]) for r in replies)
             parked_now = {m.awaiting_join for m in after.members} | {m.awaiting_sync for m in after.members}
             assert answered or (isinstance(request, JoinGroupRequest | SyncGroupRequest) and conn in parked_now)
-            for reply in replies:
-                if isinstance(reply.response, JoinGroupResponse) and reply.response.member_id:
-                    self.seen_ids.append(reply.response.member_id)
+        for reply in replies:
+            if isinstance(reply.response, JoinGroupResponse) and reply.response.member_id:
+                self.seen_ids.append(reply.response.member_id)
+                self.conn_of.setdefault(reply.response.member_id, reply.conn)
+        for m in after.members:
+            if m.awaiting_join is not None:
+                self.conn_of[m.member_id] = m.awaiting_join
 
     # --- invariants of every state ------------------------------------------------------------
 

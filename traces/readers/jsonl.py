@@ -40,7 +40,7 @@ from traces.schema import (
     InputStats,
     Located,
     Source,
-    iter_lines,
+    open_lines,
 )
 
 try:
@@ -74,7 +74,7 @@ def preview(raw: bytes) -> str:
     return raw[:80].decode("utf-8", "replace").rstrip("\r\n")
 
 
-def event_timestamp(obj: dict[str, Any]) -> int | None:
+def event_timestamp(obj: dict[str, Any], naive_offset_ms: int | None = None) -> int | None:
     """``timestamp`` (ms; a float is truncated), or kafkatest's ``_time`` text; None if unusable."""
     ts = obj.get("timestamp")
     if isinstance(ts, bool):
@@ -85,7 +85,7 @@ def event_timestamp(obj: dict[str, Any]) -> int | None:
         return int(ts) if ts == ts and abs(ts) < 1e18 else None
     text = obj.get("_time")
     if isinstance(text, str):
-        return parse_datetime_text(text)
+        return parse_datetime_text(text, naive_offset_ms)
     return None
 
 
@@ -95,59 +95,75 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
     n = 0
     produced = 0
-    for raw in iter_lines(source.path):
-        n += 1
-        try:
-            obj = loads(raw)
-        except ValueError:
-            reason = classify_bad_line(raw)
-            if reason is not None:
-                stats.skip(source, n, reason, preview(raw))
-            continue
-        if type(obj) is not dict:
-            stats.skip(source, n, NOT_AN_OBJECT, preview(raw))
-            continue
-        name = obj.get("name")
-        if type(name) is not str or name not in names:
-            stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
-            continue
-        ts = obj.get("timestamp")
-        if type(ts) is not int:
-            ts = event_timestamp(obj)
-            if ts is None:
-                stats.skip(source, n, BAD_TIMESTAMP, preview(raw))
+    with open_lines(source.path) as lines:
+        for raw in lines:
+            n += 1
+            try:
+                obj = loads(raw)
+                name = obj.get("name")
+                if name not in names:
+                    stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
+                    continue
+            except ValueError:
+                reason = classify_bad_line(raw)
+                if reason is not None:
+                    stats.skip(source, n, reason, preview(raw))
                 continue
-        produced += 1
-        yield ts, src, n, n, obj
+            except (AttributeError, TypeError):  # not an object, or an unhashable "name"
+                if isinstance(obj, dict):
+                    stats.skip(source, n, MISSING_NAME, preview(raw))
+                else:
+                    stats.skip(source, n, NOT_AN_OBJECT, preview(raw))
+                continue
+            ts = obj.get("timestamp")
+            if type(ts) is not int:
+                ts = event_timestamp(obj, source.naive_offset_ms)
+                if ts is None:
+                    stats.skip(source, n, BAD_TIMESTAMP, preview(raw))
+                    continue
+                obj["timestamp"] = ts
+            produced += 1
+            yield ts, src, n, n, obj
     stats.lines += n
     stats.events_per_source[src] += produced
 
 
-def sniff(lines: list[str]) -> tuple[str, int] | None:
-    """(format, confidence) when the first lines look like JSON Lines trace events, else None."""
+def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
+    """(format, confidence, members named) when the first lines look like trace events, else None.
+
+    A file whose first line is an event is JSON Lines whatever follows (the reader counts the bad
+    lines); otherwise most of the first lines must be events.
+    """
     import json
 
     seen = 0
+    bad = 0
+    first_good: bool | None = None
     fmt = "verifiable-consumer"
+    members: set[str] = set()
     for line in lines:
         text = line.strip()
         if not text:
             continue
-        if not text.startswith("{"):
-            return None
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            continue  # a truncated or bad line is the checker's to count, not a reason to refuse
+        obj = None
+        if text.startswith("{"):
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                obj = None
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-            return None
+            bad += 1  # bad lines are the reader's to count, not a reason to refuse the file, unless most are
+            if first_good is None:
+                first_good = False
+            continue
+        if first_good is None:
+            first_good = True
         seen += 1
+        if isinstance(obj.get("member"), str):
+            members.add(obj["member"])
         if "_time" in obj and "timestamp" not in obj:
             fmt = "kafkatest"
-        elif fmt != "kafkatest" and any(k in obj for k in ("member", "group", "member_id", "generation")):
+        elif fmt != "kafkatest" and (obj["name"].startswith("coordinator_")
+                                     or any(k in obj for k in ("member", "group", "member_id", "generation"))):
             fmt = "groupspec"
-        if obj["name"].startswith("coordinator_"):
-            fmt = "groupspec"
-        if seen >= 20:
-            break
-    return (fmt, 100) if seen else None
+    return (fmt, 100, frozenset(members)) if seen and (first_good or bad <= seen) else None

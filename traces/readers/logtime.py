@@ -3,8 +3,10 @@
 Timestamps. Kafka's log4j pattern (``config/log4j2.yaml`` in 4.x, ``log4j.properties`` before:
 ``[%d] %p %m (%c)%n``) prints ``[2025-01-31 12:00:00,123]``; Python's ``logging`` prints
 ``2025-01-31 12:00:00,123``; ISO-8601 layouts print ``2025-01-31T12:00:00.123Z`` or with an offset.
-A time without a zone is read as UTC: the files of one trace set are compared with each other,
-so what matters is that they agree (``--skew-ms`` absorbs the rest). librdkafka's own log line
+A time without a zone is read in the zone ``--log-timezone`` names: by default the local zone of
+the machine running the check (right when the files were written where they are checked; set TZ or
+``--log-timezone UTC`` otherwise). The files of one trace set are compared with each other, so what
+matters is that they agree (``--skew-ms`` absorbs the rest). librdkafka's own log line
 carries seconds since the epoch (``%7|1738324800.123|FAC|name| ...``, rdkafka.c
 ``rd_kafka_log_print``) and is read in its own reader.
 
@@ -25,31 +27,52 @@ _TS = re.compile(
     r"\[?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,9}))?"
     r"(?:\s?(Z|[+-]\d{2}:?\d{2}))?\]?"
 )
-_DAY_CACHE: dict[tuple[int, int, int], int] = {}
+_HOUR_CACHE: dict[tuple[int, int, int, int, int | None], int] = {}
 
 
-def _day_ms(year: int, month: int, day: int) -> int:
-    key = (year, month, day)
-    cached = _DAY_CACHE.get(key)
+def _hour_ms(year: int, month: int, day: int, hour: int, naive_offset_ms: int | None) -> int:
+    """Epoch ms of the start of an hour; ``naive_offset_ms`` None means the local zone."""
+    key = (year, month, day, hour, naive_offset_ms)
+    cached = _HOUR_CACHE.get(key)
     if cached is None:
-        cached = int(datetime(year, month, day, tzinfo=UTC).timestamp()) * 1000
-        if len(_DAY_CACHE) > 4096:
-            _DAY_CACHE.clear()
-        _DAY_CACHE[key] = cached
+        if naive_offset_ms is None:
+            cached = int(datetime(year, month, day, hour).timestamp()) * 1000  # naive: local time
+        else:
+            cached = int(datetime(year, month, day, hour, tzinfo=UTC).timestamp()) * 1000 - naive_offset_ms
+        if len(_HOUR_CACHE) > 65536:
+            _HOUR_CACHE.clear()
+        _HOUR_CACHE[key] = cached
     return cached
 
 
-def leading_timestamp(line: str) -> tuple[int, int] | None:
+def parse_zone(text: str) -> int | None:
+    """``local`` -> None; ``UTC`` / ``Z`` -> 0; ``+02:00`` / ``-0530`` -> the offset in ms; ValueError else."""
+    value = text.strip()
+    if value.lower() == "local":
+        return None
+    if value.upper() in ("UTC", "Z", "GMT"):
+        return 0
+    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", value)
+    if m is None:
+        raise ValueError(f"not a time zone: {text!r} (local, UTC, or an offset like +02:00)")
+    sign = 1 if m.group(1) == "+" else -1
+    return sign * (int(m.group(2)) * 60 + int(m.group(3))) * 60_000
+
+
+def leading_timestamp(line: str, naive_offset_ms: int | None = None) -> tuple[int, int] | None:
     """``(epoch ms, end of the timestamp in line)`` for a timestamp at the start of ``line``, or None."""
     m = _TS.match(line)
     if m is None:
         return None
     year, month, day, hh, mm, ss, frac, zone = m.groups()
     try:
-        ms = _day_ms(int(year), int(month), int(day))
-    except ValueError:
+        if zone:
+            ms = _hour_ms(int(year), int(month), int(day), int(hh), 0)
+        else:
+            ms = _hour_ms(int(year), int(month), int(day), int(hh), naive_offset_ms)
+    except (ValueError, OverflowError, OSError):
         return None
-    ms += (int(hh) * 3600 + int(mm) * 60 + int(ss)) * 1000
+    ms += (int(mm) * 60 + int(ss)) * 1000
     if frac:
         ms += int((frac + "00")[:3])
     if zone and zone != "Z":
@@ -59,9 +82,9 @@ def leading_timestamp(line: str) -> tuple[int, int] | None:
     return ms, m.end()
 
 
-def parse_datetime_text(text: str) -> int | None:
+def parse_datetime_text(text: str, naive_offset_ms: int | None = None) -> int | None:
     """Epoch ms of a ``YYYY-MM-DD HH:MM:SS[.ffffff]`` text (Python's ``str(datetime.now())``), or None."""
-    found = leading_timestamp(text.strip())
+    found = leading_timestamp(text.strip(), naive_offset_ms)
     return None if found is None else found[0]
 
 

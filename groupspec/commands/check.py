@@ -1,0 +1,245 @@
+"""``groupspec check FILE|DIR...``: were the rebalances in these captured traces correct?
+
+Reads every file (VerifiableConsumer / kafkatest / groupspec JSON Lines, broker ``server.log``,
+Java, librdkafka and kafka-python consumer logs; the format of each is detected), merges them in
+time order, checks every catalogue invariant the events allow and measures the rebalances. Exit
+0 when nothing was violated, 1 when something was, 2 when the input cannot be used (or, with
+``--strict``, any line could not be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
+from traces.analytics import AnalyticsConfig
+from traces.checker import CheckConfig, Checker
+from traces.detect import plan as make_plan
+from traces.merge import merged
+from traces.readers import FORMATS
+from traces.readers.logtime import parse_zone
+from traces.report import build
+from traces.schema import InputStats, TraceInputError
+
+NAME = "check"
+HELP = "check captured traces (VerifiableConsumer JSON, broker and client logs) against the invariants"
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _zone(text: str) -> int | None:
+    try:
+        return parse_zone(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="FILE|DIR", help="trace files, or directories of them")
+    parser.add_argument("--format", choices=list(FORMATS), default=None,
+                        help="read every named file with this reader instead of detecting the format")
+    parser.add_argument("--strict", action="store_true",
+                        help="any line that cannot be read (bad JSON, truncated, unknown event) is an error: exit 2")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="write report.json, report.md and report.html (with ownership timelines) into DIR")
+    parser.add_argument("--skew-ms", type=_non_negative, default=0,
+                        help="clock skew tolerated between files, in ms (default 0)")
+    parser.add_argument("--log-timezone", type=_zone, default=None, metavar="ZONE",
+                        help="the zone of log times written without one: local (default), UTC or +HH:MM")
+    parser.add_argument("--group", default="default",
+                        help="the group of events that name none (VerifiableConsumer output; default 'default')")
+    parser.add_argument("--protocol", choices=["eager", "cooperative"], default=None,
+                        help="the rebalance protocol of members whose events do not say")
+    parser.add_argument("--gap-slack", type=_non_negative, default=0,
+                        help="offsets no-gap tolerates after the committed offset (compaction, transaction markers)")
+    parser.add_argument("--storm-window-ms", type=_positive, default=60_000,
+                        help="rebalance storm: window in ms (default 60000)")
+    parser.add_argument("--storm-threshold", type=_positive, default=5,
+                        help="rebalance storm: rebalances within the window (default 5)")
+    parser.add_argument("--max-findings", type=_positive, default=100,
+                        help="findings kept per invariant; the rest are counted (default 100)")
+
+
+def config_from(args: argparse.Namespace) -> CheckConfig:
+    return CheckConfig(
+        skew_ms=args.skew_ms,
+        default_group=args.group,
+        default_protocol=args.protocol,
+        gap_slack=args.gap_slack,
+        max_findings=args.max_findings,
+        analytics=AnalyticsConfig(window_ms=args.storm_window_ms, threshold=args.storm_threshold),
+    )
+
+
+def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict: bool = False,
+          naive_offset_ms: int | None = None) -> dict[str, Any]:
+    """Run the whole check and return the report data (TraceInputError on unusable input)."""
+    plan = make_plan(paths, fmt, naive_offset_ms)
+    stats = InputStats(strict=strict)
+    checker = Checker(plan.sources, config, stats, plan.callback_members)
+    checker.run(merged(plan.sources, stats))
+    checker.finish()
+    return build(plan, stats, checker, config)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from(args)
+    try:
+        report = check(list(args.paths), config, args.format, args.strict, args.log_timezone)
+    except TraceInputError as exc:
+        raise InputError(str(exc)) from None
+    if args.out is not None:
+        try:
+            written = write(report, args.out)
+        except OSError as exc:
+            raise InputError(f"cannot write the report: {exc.strerror or exc}", source=str(args.out)) from None
+        if not args.json:
+            print(f"report: {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(summary(report))
+    return EXIT_VIOLATION if report["verdict"] == "violation" else EXIT_OK
+
+
+# ------------------------------------------------------------------ for people
+
+
+def _tps(partitions: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{p['topic']}-{p['partition']}" for p in partitions)
+
+
+def summary(report: dict[str, Any]) -> str:
+    """A short terminal summary: what was read, what failed and where, what could not be checked."""
+    inp = report["input"]
+    lines = []
+    skipped = sum(inp["skipped"].values())
+    skipped_text = ""
+    if skipped:
+        skipped_text = f"; {skipped} line(s) skipped: " + ", ".join(f"{k} {v}" for k, v in inp["skipped"].items())
+        first = inp["skipped_examples"][:3]
+        skipped_text += " (first at " + ", ".join(e["where"] for e in first) + ")"
+    lines.append(f"read {inp['files']} file(s), {inp['events']} event(s){skipped_text}")
+    if inp["ignored_files"]:
+        lines.append("ignored: " + ", ".join(f"{i['path']} ({i['why']})" for i in inp["ignored_files"][:10]))
+    counts = report["finding_counts"]
+    for finding in report["findings"][:20]:
+        label = "VIOLATION" if finding["severity"] == "violation" else "warning"
+        members = ", ".join(finding["members"])
+        parts = _tps(finding["partitions"])
+        window = finding["window"]
+        lines.append(f"{label} {finding['invariant']} [group {finding['group']}] "
+                     f"{members}{' ' + parts if parts else ''} at {window[0]}..{window[1]} ms")
+        lines.append(f"    {finding['message']}")
+        lines.append(f"    evidence: {', '.join(finding['evidence'])}"
+                     + (f" ({finding['occurrences']} times)" if finding["occurrences"] > 1 else ""))
+    shown = min(len(report["findings"]), 20)
+    total = sum(counts.values())
+    if total > shown:
+        lines.append(f"... {total - shown} more finding(s): " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                     + " (see --json / --out)")
+    unchecked = [u for u in report["unchecked"] if not u["partial"]
+                 and u["invariant"] not in ("complete", "balanced", "sticky", "stickiness-gap")]
+    if unchecked:
+        lines.append("not checked: " + "; ".join(f"{u['invariant']} ({u['reason']})" for u in unchecked))
+    for name, group in report["groups"].items():
+        storms = group["storms"]
+        lines.append(f"group {name}: {len(group['members'])} member(s), {group['rebalance_count']} rebalance(s), "
+                     f"{group['moved_total']} partition move(s), longest pause {group['max_paused_ms']} ms"
+                     + (f", {len(storms)} rebalance storm(s)" if storms else ""))
+    violations = sum(1 for f in report["findings"] if f["severity"] == "violation")
+    warnings = len(report["findings"]) - violations
+    lines.append(f"verdict: {report['verdict']} ({violations} violation(s), {warnings} warning(s))")
+    return "\n".join(lines) + "\n"
+
+
+def document(report: dict[str, Any]) -> Any:
+    """The report for people, as a groupspec.render Document."""
+    from groupspec.render import Document, Section, Table, Timeline
+
+    inp = report["input"]
+    blocks: list[Any] = [
+        f"Verdict: {report['verdict']}. Read {inp['files']} file(s), {inp['events']} event(s), "
+        f"{sum(inp['skipped'].values())} line(s) skipped, {inp['tolerated_overlaps']} overlap(s) within the "
+        f"clock-skew tolerance of {report['config']['skew_ms']} ms.",
+    ]
+    rows = [[f["severity"], f["invariant"], f["group"], ", ".join(f["members"]), _tps(f["partitions"]),
+             f"{f['window'][0]}..{f['window'][1]}", ", ".join(f["evidence"]), f["occurrences"], f["message"]]
+            for f in report["findings"]]
+    finding_blocks: list[Any] = ["No violation and no warning."]
+    if rows:
+        finding_blocks = [
+            Table(["severity", "invariant", "group", "members", "partitions", "window (ms)", "evidence", "times",
+                   "what happened"], rows),
+            Table(["invariant", "findings"], [[k, v] for k, v in report["finding_counts"].items()],
+                  caption="All findings per invariant (the list above keeps the first ones)"),
+        ]
+    blocks.append(Section("Findings", finding_blocks))
+    blocks.append(Section("What was checked", [
+        Table(["invariant", "times exercised"],
+              [[inv, report["opportunities"].get(inv, 0)] for inv in report["checked"]]),
+        Table(["invariant", "why not (fully) checked"],
+              [[u["invariant"] + (" (partly)" if u["partial"] else ""), u["reason"]] for u in report["unchecked"]]),
+    ]))
+    input_blocks: list[Any] = [
+        Table(["file", "format", "member", "events"],
+              [[s["path"], s["format"], s["member"], s["events"]] for s in inp["sources"]]),
+    ]
+    if inp["skipped"]:
+        input_blocks.append(Table(["reason", "lines"], [[k, v] for k, v in inp["skipped"].items()],
+                                  caption="Lines that could not be used"))
+        input_blocks.append(Table(["where", "reason", "detail"],
+                                  [[e["where"], e["reason"], e.get("detail", "")] for e in inp["skipped_examples"]],
+                                  caption="The first of them"))
+    if inp["ignored_files"]:
+        input_blocks.append(Table(["file", "why ignored"], [[i["path"], i["why"]] for i in inp["ignored_files"]]))
+    blocks.append(Section("Input", input_blocks))
+    for name, group in report["groups"].items():
+        rebalances = [[r["start"], r["duration_ms"], r["generation"], r["source"], "; ".join(r["reasons"]),
+                       r["moved"], ", ".join(f"{m} {ms} ms" for m, ms in r["paused_ms"].items()),
+                       r["max_unowned_ms"]] for r in group["rebalances"]]
+        group_blocks: list[Any] = [
+            Table(["member", "member id", "protocol", "generation", "events", "restarts", "owned at the end"],
+                  [[m["member"], m["member_id"], m["protocol"], m["generation"], m["events"], m["restarts"],
+                    ", ".join(m["owned_at_end"])] for m in group["members"]], caption="Members"),
+            Table(["start (ms)", "duration (ms)", "generation", "from", "reasons", "moved", "paused",
+                   "max unowned (ms)"], rebalances,
+                  caption=f"Rebalances ({group['rebalance_count']}"
+                          f"{', only the first shown' if group['rebalances_truncated'] else ''})"),
+        ]
+        if group["storms"]:
+            group_blocks.append(Table(["from (ms)", "to (ms)", "rebalances", "per minute"],
+                                      [[s["start"], s["end"], s["rebalances"], s["per_minute"]]
+                                       for s in group["storms"]], caption="Rebalance storms"))
+        lanes = {lane: [(iv[0], iv[1], iv[2]) for iv in ivs] for lane, ivs in group["timeline"].items()}
+        if lanes:
+            group_blocks.append(Timeline(f"Who owned which partition when, group {name}"
+                                         + (" (truncated)" if group["timeline_truncated"] else ""), lanes))
+        blocks.append(Section(f"Group {name}", group_blocks))
+    return Document("groupspec check", blocks)
+
+
+def write(report: dict[str, Any], out_dir: Path) -> list[Path]:
+    from groupspec.render import write_report
+
+    return write_report(out_dir, "report", report, document(report))

@@ -1,0 +1,178 @@
+"""The proof report for people: proof.json's data as a render.Document (Markdown and HTML).
+
+It opens with a summary table (every obligation and every mutant, with its status), then the
+assumptions (one line each, with the obligations that rest on them), the findings, each
+obligation's queries, and each mutant's counterexample: the replayed trace as a table and as an
+ownership timeline (one lane per partition, the owning member's intervals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from groupspec.render import Block, Document, Section, Table, Timeline, write_report
+
+
+def _fmt_bounds(bounds: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in bounds.items()) or "-"
+
+
+def _tp(p: Mapping[str, Any]) -> str:
+    return f"{p.get('topic')}-{p.get('partition')}"
+
+
+def ownership_timeline(events: Sequence[Mapping[str, Any]], title: str) -> Timeline:
+    """Who owned which partition when, from partitions_assigned / _revoked / _lost / shutdown events."""
+    open_: dict[tuple[str, str], int] = {}
+    lanes: dict[str, list[tuple[int, int | None, str]]] = {}
+    for e in events:
+        name, member, t = e.get("name"), str(e.get("member", "?")), int(e.get("timestamp", 0))
+        parts = [_tp(p) for p in e.get("partitions", ())]
+        if name == "partitions_assigned":
+            for tp in parts:
+                lanes.setdefault(tp, [])
+                open_.setdefault((tp, member), t)
+        elif name in ("partitions_revoked", "partitions_lost"):
+            for tp in parts:
+                start = open_.pop((tp, member), None)
+                if start is not None:
+                    lanes.setdefault(tp, []).append((start, t, member))
+        elif name == "shutdown_complete":
+            for (tp, who), start in list(open_.items()):
+                if who == member:
+                    lanes.setdefault(tp, []).append((start, t, who))
+                    del open_[(tp, who)]
+    for (tp, who), start in open_.items():
+        lanes.setdefault(tp, []).append((start, None, who))
+    return Timeline(title, {tp: sorted(ivs) for tp, ivs in sorted(lanes.items())})
+
+
+_EVENT_COLUMNS = ["#", "time (ms)", "event", "member", "generation", "partitions", "details"]
+_DETAIL_KEYS = ("reason", "leader", "state", "previous_state", "member_id", "owned", "assignor", "protocol",
+                "error", "assignment", "step")
+
+
+def event_table(events: Sequence[Mapping[str, Any]], caption: str) -> Table:
+    rows = []
+    for i, e in enumerate(events):
+        details = []
+        for key in _DETAIL_KEYS:
+            if key in e and e[key] not in (None, "", [], {}):
+                value = e[key]
+                if key == "owned":
+                    value = " ".join(_tp(p) for p in value)
+                elif key == "assignment" and isinstance(value, Mapping):
+                    value = "; ".join(f"{m}: {' '.join(_tp(p) for p in ps)}" for m, ps in value.items())
+                details.append(f"{key}={value}")
+        rows.append([i, e.get("timestamp"), e.get("name"), e.get("member", ""), e.get("generation", ""),
+                     " ".join(_tp(p) for p in e.get("partitions", ())), "; ".join(details)])
+    return Table(_EVENT_COLUMNS, rows, caption=caption)
+
+
+def _summary(doc: Mapping[str, Any]) -> list[Block]:
+    s = doc["summary"]
+    verdict = "HELD" if doc.get("held") else "NOT HELD"
+    lines = [f"{verdict}: {s['proved']} of {s['obligations']} obligations proved, {s['refuted']} of "
+             f"{s['mutants']} mutants refuted, with {doc['solver']} (timeout {doc['timeout_ms']} ms per query, "
+             f"seed {doc['seed']}{', --deep' if doc.get('deep') else ''}). Slowest unbounded obligation: "
+             f"{s['unbounded_max_seconds']:.2f} s; total solver and replay time: {s['total_seconds']:.1f} s."]
+    ob_rows = []
+    for e in doc["obligations"]:
+        reached = e.get("deep", {}).get("reached")
+        ob_rows.append([e["id"], e["invariant"], e["scope"], _fmt_bounds(reached or e["bounds"]), e["status"],
+                        f"{e['seconds']:.2f}", ", ".join(e["refutes"]) or ("-" if not e["mutants"] else "none")])
+    mu_rows = [[m["name"], m["where"], m["status"], ", ".join(m["refuted_by"]) or "-", m.get("invariant") or "-",
+                len(m["counterexample"])] for m in doc["mutants"]]
+    return [*lines,
+            Table(["obligation", "invariant", "scope", "bounds", "status", "seconds", "refutes mutants"], ob_rows,
+                  caption="Obligations"),
+            Table(["mutant", "where", "status", "refuted by", "violates", "trace events"], mu_rows,
+                  caption="Mutants (each must be refuted with a concrete counterexample)")]
+
+
+def _assumptions(doc: Mapping[str, Any]) -> Section:
+    rows = [[a["id"], a["statement"], ", ".join(a["used_by"]) or "-"] for a in doc["assumptions"]]
+    return Section("Assumptions", [Table(["id", "assumption", "obligations that depend on it"], rows)])
+
+
+def _findings(doc: Mapping[str, Any]) -> Section | None:
+    findings = doc.get("findings") or []
+    if not findings:
+        return None
+    blocks: list[Block] = []
+    for f in findings:
+        sub: list[Block] = [f["statement"]]
+        if f.get("explanation"):
+            sub.append(f["explanation"])
+        if f.get("counterexample"):
+            sub.append(event_table(f["counterexample"], "the executable model's trace"))
+            sub.append(ownership_timeline(f["counterexample"], f"ownership in {f['id']}"))
+        blocks.append(Section(f"{f['id']} ({f.get('invariant', '-')})", sub))
+    return Section("Findings", blocks)
+
+
+def _obligation_sections(doc: Mapping[str, Any]) -> Section:
+    blocks: list[Block] = []
+    for e in doc["obligations"]:
+        sub: list[Block] = [e["statement"], f"Status: {e['status']} in {e['seconds']:.2f} s. {e['summary']}",
+                            f"Source: {e['source']}. Assumptions: {', '.join(e['assumptions']) or 'none'}. "
+                            f"Bounds: {_fmt_bounds(e['bounds'])}."]
+        facts = e.get("facts") or {}
+        for key, value in facts.items():
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                sub.append(Table([key.replace("_", " ")], [[v] for v in value]))
+            else:
+                sub.append(f"{key.replace('_', ' ')}: {value}")
+        deep = e.get("deep")
+        if deep:
+            sub.append(f"--deep reached {_fmt_bounds(deep['reached'])} in {deep['seconds']:.1f} s of a "
+                       f"{deep['budget_seconds']:.0f} s budget (stopped: {deep['stopped']}).")
+            sub.append(Table(["bounds", "status", "seconds"],
+                             [[_fmt_bounds(a["bounds"]), a["status"], a["seconds"]] for a in deep["attempts"]]))
+        sub.append(Table(["query", "needs", "answer", "note"],
+                         [[q["name"], q["expect"], q["result"], q.get("note", "")] for q in e["queries"]]))
+        if e.get("counterexample"):
+            sub.append(event_table(e["counterexample"], "counterexample"))
+        blocks.append(Section(f"{e['id']} -- {e['status']}", sub))
+    return Section("Obligations", blocks)
+
+
+def _mutant_sections(doc: Mapping[str, Any]) -> Section:
+    blocks: list[Block] = []
+    for m in doc["mutants"]:
+        sub: list[Block] = [f"{m['statement']} ({m['reference']}; switched on in {m['where']})."]
+        runs = [[r["obligation"], r["status"], r["proof_status"], f"{r['seconds']:.2f}", r["summary"]]
+                for r in m["runs"]]
+        if runs:
+            sub.append(Table(["obligation", "mutant", "proof under the mutant", "seconds", "summary"], runs))
+        else:
+            sub.append(m.get("summary", "not run"))
+        if m["counterexample"]:
+            sub.append(f"Refuted ({m.get('invariant')}): {m.get('explanation', '')}")
+            sub.append(event_table(m["counterexample"], f"counterexample: the executable model's trace under "
+                                                        f"{m['name']}"))
+            sub.append(ownership_timeline(m["counterexample"], f"ownership under {m['name']}"))
+        blocks.append(Section(f"{m['name']} -- {m['status']}", sub))
+    return Section("Mutants", blocks)
+
+
+def build_document(doc: Mapping[str, Any]) -> Document:
+    blocks: list[Block] = [*_summary(doc), _assumptions(doc)]
+    findings = _findings(doc)
+    if findings is not None:
+        blocks.append(findings)
+    blocks += [_obligation_sections(doc), _mutant_sections(doc)]
+    return Document("groupspec proof report", blocks)
+
+
+def write(out_dir: Path, doc: dict[str, Any]) -> list[Path]:
+    return write_report(out_dir, "proof", doc, build_document(doc))
+
+
+def status_counts(entries: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    return counts

@@ -1,0 +1,124 @@
+"""The registry of proof obligations, the assumptions they rest on, and the mutants they must refute.
+
+Every obligation (``model.proofs.core.Obligation``) lives next to the function that discharges it,
+in the module of its subject: ``assignors`` (the four assignors' algorithms), ``certificate`` (the
+stickiness oracle), ``protocol`` (the classic protocol's safety invariants, by induction over the
+symbolic transition system), ``bmc`` (bounded checks: convergence, static rejoin, timeouts) and
+``replay`` (the tie between the symbolic model and the executable one). This module only collects
+them, in report order, and holds the assumptions, one line each.
+
+Mutants (``model.mutants``): each obligation names the mutants it is run on. A mutant is *refuted*
+when at least one of them fails on it with a concrete counterexample replayed through the
+executable model; an obligation whose mutants all survive it proves nothing and is reported as a
+failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from model.mutants import MUTANTS
+from model.proofs.core import Assumption, Obligation
+
+ASSUMPTIONS: dict[str, Assumption] = {
+    a.id: a
+    for a in (
+        Assumption("fifo-per-connection",
+                   "messages between a consumer and the coordinator are delivered reliably and in order per "
+                   "connection; a crashed incarnation's queued requests and responses are dropped "
+                   "(model.network)"),
+        Assumption("one-coordinator",
+                   "the group has one coordinator that never moves, reloads or fails (no Dead state, no "
+                   "NOT_COORDINATOR); every append to the group's log succeeds"),
+        Assumption("timers-any-time",
+                   "the symbolic model lets every timer (session, rebalance, pending-sync, poll) fire at any "
+                   "moment, so the unbounded proofs hold for every choice of timeouts and clock"),
+        Assumption("zombie-stops",
+                   "a member the group has let go (member id removed, or its generation reset) stops consuming "
+                   "within its session timeout and reports its partitions lost; its overlap with the next "
+                   "owner is zombie-overlap, reported apart, not a single-owner violation"),
+        Assumption("leader-runs-model-assignor",
+                   "the leader runs one of the model's four assignors on the member list its JoinGroup answer "
+                   "carries; the protocol proofs use only the assignor facts proved in this report "
+                   "(one owner per partition, only members, cooperative-sticky's withholding)"),
+        Assumption("claims-are-sets",
+                   "a member's owned-partition claims are a set: the executable assignors drop duplicates "
+                   "(Kafka would find the member itself as a same-generation second claimer)"),
+        Assumption("equal-subscriptions",
+                   "every member subscribes to the same topics (the case Kafka's quota and roundrobin "
+                   "balance promises are made for)"),
+        Assumption("no-racks",
+                   "no consumer and no partition has a rack (KIP-881 rack-aware assignment is not covered)"),
+        Assumption("no-commits",
+                   "the executable model consumes no records and sends no OffsetCommit (model.member); "
+                   "consume-owned-only and no-gap are therefore not protocol obligations here"),
+        Assumption("static-restart-in-time",
+                   "a restarting static member rejoins before its session timeout expires, and nothing else "
+                   "happens to the group meanwhile"),
+        Assumption("faults-stop",
+                   "after the last fault (start, crash, restart, leave, stall, subscription or partition "
+                   "change) every member keeps polling and heartbeating"),
+    )
+}
+
+
+def _collect() -> tuple[Obligation, ...]:
+    from model.proofs import assignors, certificate
+
+    found: list[Obligation] = [*assignors.OBLIGATIONS, certificate.stickiness_optimum]
+    try:  # the protocol proofs need the executable protocol model (model.system)
+        from model.proofs import bmc, protocol, replay
+    except ImportError:  # pragma: no cover - only while the protocol model is being written
+        return tuple(found)
+    found += [*protocol.OBLIGATIONS, *replay.OBLIGATIONS, *bmc.OBLIGATIONS]
+    return tuple(found)
+
+
+OBLIGATIONS: tuple[Obligation, ...] = _collect()
+BY_ID: dict[str, Obligation] = {ob.id: ob for ob in OBLIGATIONS}
+
+
+def get(obligation_id: str) -> Obligation:
+    try:
+        return BY_ID[obligation_id]
+    except KeyError:
+        raise KeyError(f"unknown obligation {obligation_id!r}; known: {', '.join(BY_ID)}") from None
+
+
+def select(only: Iterable[str]) -> tuple[list[Obligation], list[str]]:
+    """The obligations and mutants named by ``only`` (obligation ids, invariant ids or mutant names).
+
+    An invariant id selects every obligation about it; a mutant name selects that mutant and the
+    obligations run on it. Empty ``only`` selects everything. ``KeyError`` names what is unknown.
+    """
+    wanted = [w for w in only if w]
+    if not wanted:
+        return list(OBLIGATIONS), sorted(MUTANTS)
+    obligations: list[Obligation] = []
+    mutants: list[str] = []
+    unknown: list[str] = []
+    for w in wanted:
+        hits = [ob for ob in OBLIGATIONS if w in (ob.id, ob.invariant)]
+        if w in MUTANTS:
+            mutants.append(w)
+            hits += [ob for ob in OBLIGATIONS if w in ob.mutants]
+        if not hits and w not in MUTANTS:
+            unknown.append(w)
+        obligations += [ob for ob in hits if ob not in obligations]
+    if unknown:
+        known = sorted({*BY_ID, *(ob.invariant for ob in OBLIGATIONS), *MUTANTS})
+        raise KeyError(f"unknown obligation, invariant or mutant: {', '.join(unknown)}; known: {', '.join(known)}")
+    if not mutants:  # an obligation selected alone still runs the mutants it must refute
+        mutants = sorted({m for ob in obligations for m in ob.mutants})
+    return [ob for ob in OBLIGATIONS if ob in obligations], mutants
+
+
+def check_registry() -> list[str]:
+    """Problems with the registry itself: unknown assumption ids or mutants, duplicate ids."""
+    problems: list[str] = []
+    if len(BY_ID) != len(OBLIGATIONS):
+        problems.append("duplicate obligation ids")
+    for ob in OBLIGATIONS:
+        problems += [f"{ob.id}: unknown assumption {a}" for a in ob.assumptions if a not in ASSUMPTIONS]
+        problems += [f"{ob.id}: unknown mutant {m}" for m in ob.mutants if m not in MUTANTS]
+    return problems

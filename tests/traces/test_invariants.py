@@ -1,0 +1,368 @@
+"""Each catalogue invariant the checker runs: one trace that violates it, one that does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.traces.support import committed, consumed, ev, findings, partitions_of, run_events, unchecked
+
+
+def start(ts: int = 0, **fields: object) -> dict[str, object]:
+    return ev("startup_complete", ts, **fields)
+
+
+# ------------------------------------------------------------------ single-owner
+
+
+def test_single_owner_violation_when_new_owner_is_assigned_before_old_owner_revokes(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("partitions_assigned", 100, parts=[0, 1]), ev("partitions_revoked", 300, parts=[0, 1]),
+              ev("shutdown_complete", 400)],
+        "b": [start(), ev("partitions_assigned", 200, parts=[0]), ev("shutdown_complete", 500)],
+    })
+    [finding] = findings(report, "single-owner")
+    assert finding["severity"] == "violation"
+    assert finding["members"] == ["a", "b"]
+    assert partitions_of(finding) == [("t", 0)]
+    assert finding["window"] == [200, 300]
+    assert finding["evidence"] == [f"{tmp_path / 'b.jsonl'}:2", f"{tmp_path / 'a.jsonl'}:3"]
+    assert report["verdict"] == "violation"
+
+
+def test_single_owner_holds_when_the_old_owner_revokes_first(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("partitions_assigned", 100, parts=[0, 1]), ev("partitions_revoked", 150, parts=[0, 1]),
+              ev("partitions_assigned", 210, parts=[1]), ev("shutdown_complete", 400)],
+        "b": [start(), ev("partitions_assigned", 200, parts=[0]), ev("shutdown_complete", 500)],
+    })
+    assert findings(report) == []
+    assert report["verdict"] == "held"
+    assert report["opportunities"]["single-owner"] >= 3
+
+
+def test_single_owner_in_the_coordinators_stored_assignment(tmp_path: Path) -> None:
+    stable = ev("coordinator_stable", 100, group="g", generation=3, members=["m1", "m2"],
+                assignment={"m1": [{"topic": "t", "partition": 0}], "m2": [{"topic": "t", "partition": 0},
+                                                                            {"topic": "t", "partition": 1}]})
+    report = run_events(tmp_path, {"coordinator": [stable]})
+    [finding] = findings(report, "single-owner")
+    assert finding["members"] == ["m1", "m2"] and partitions_of(finding) == [("t", 0)]
+    assert "generation 3" in finding["message"]
+
+
+def test_single_owner_in_kip848_member_assignments(tmp_path: Path) -> None:
+    def assignment(ts: int, member: str, assigned: list[int], pending: list[int]) -> dict[str, object]:
+        return ev("coordinator_state", ts, group="g", detail="member-assignment", member_id=member, generation=2,
+                  partitions=[{"topic": "t", "partition": p} for p in assigned],
+                  pending_revocation=[{"topic": "t", "partition": p} for p in pending])
+
+    held = run_events(tmp_path / "ok", {"c": [assignment(1, "m1", [0], [1]), assignment(2, "m2", [2], [])]})
+    assert findings(held) == []
+    broken = run_events(tmp_path / "bad", {"c": [assignment(1, "m1", [0], [1]), assignment(2, "m2", [1], [])]})
+    [finding] = findings(broken, "single-owner")
+    assert partitions_of(finding) == [("t", 1)]
+
+
+# ------------------------------------------------------------------ consume-owned-only
+
+
+def test_consuming_a_partition_never_assigned_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 1, 0, 4), consumed(30, 1, 5, 9),
+              consumed(40, 0, 0, 4)],
+    })
+    [finding] = findings(report, "consume-owned-only")
+    assert partitions_of(finding) == [("t", 1)]
+    assert finding["occurrences"] == 2  # one finding for the run of unowned polls
+    assert finding["window"] == [20, 30]
+
+
+def test_consuming_after_revocation_or_shutdown_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("partitions_assigned", 10, parts=[0]), ev("partitions_revoked", 20, parts=[0]),
+              consumed(25, 0, 0, 1), ev("shutdown_complete", 30), consumed(35, 0, 2, 3)],
+    })
+    [finding] = findings(report, "consume-owned-only")  # the same member and partition: one run
+    assert finding["occurrences"] == 2
+
+
+def test_late_commit_callback_for_what_was_consumed_is_accepted(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 9),
+              ev("partitions_revoked", 30, parts=[0]), committed(31, 0, 10)],
+    })
+    assert findings(report) == []
+
+
+def test_commit_beyond_what_the_member_consumed_after_revocation_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 9),
+              ev("partitions_revoked", 30, parts=[0]), committed(31, 0, 50)],
+    })
+    [finding] = findings(report, "consume-owned-only")
+    assert "committed" in finding["message"]
+
+
+def test_commit_accepted_with_a_stale_generation_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(0, generation=3), ev("partitions_assigned", 10, parts=[0], generation=3),
+              consumed(20, 0, 0, 4, generation=3), committed(500, 0, 5, generation=3)],
+        "b": [start(0), ev("group_joined", 100, generation=4, member_id="b-1")],
+    })
+    [finding] = findings(report, "consume-owned-only")
+    assert "generation 3" in finding["message"] and "generation 4" in finding["message"]
+    # A commit the coordinator refused is what Kafka does: fine.
+    refused = run_events(tmp_path / "refused", {
+        "a": [start(0, generation=3), ev("partitions_assigned", 10, parts=[0], generation=3),
+              committed(500, 0, 5, generation=3, success=False)],
+        "b": [start(0), ev("group_joined", 100, generation=4, member_id="b-1")],
+    })
+    assert findings(refused) == []
+
+
+# ------------------------------------------------------------------ no-gap
+
+
+def _handover(first_offset: int) -> list[dict[str, object]]:
+    return [start(), ev("partitions_assigned", 200, parts=[0]), consumed(210, 0, first_offset, first_offset + 4)]
+
+
+def _first_owner() -> list[dict[str, object]]:
+    return [start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 9), committed(21, 0, 10),
+            ev("partitions_revoked", 100, parts=[0]), ev("shutdown_complete", 101)]
+
+
+def test_no_gap_violation_when_the_next_owner_skips_offsets(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": _first_owner(), "b": _handover(15)})
+    [finding] = findings(report, "no-gap")
+    assert "10..14" in finding["message"]
+    assert finding["members"] == ["b"]
+
+
+def test_no_gap_holds_from_the_committed_offset_and_on_redelivery(tmp_path: Path) -> None:
+    assert findings(run_events(tmp_path / "exact", {"a": _first_owner(), "b": _handover(10)})) == []
+    assert findings(run_events(tmp_path / "again", {"a": _first_owner(), "b": _handover(7)})) == []
+
+
+def test_no_gap_slack_tolerates_markers(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": _first_owner(), "b": _handover(11)}, gap_slack=1)
+    assert findings(report) == []
+
+
+# ------------------------------------------------------------------ generation-monotonic
+
+
+def test_generation_going_down_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("group_joined", 10, generation=5), ev("partitions_assigned", 11, parts=[0], generation=5),
+              ev("group_joined", 20, generation=4)],
+    })
+    [finding] = findings(report, "generation-monotonic")
+    assert "from 5 to 4" in finding["message"]
+
+
+def test_generation_may_drop_to_none_and_restart_resets(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), ev("group_joined", 10, generation=5), ev("partitions_lost", 20, parts=[], generation=-1),
+              ev("group_joined", 30, generation=7), ev("shutdown_complete", 40),
+              start(50), ev("group_joined", 60, generation=2)],
+    })
+    assert findings(report, "generation-monotonic") == []
+    assert "generation-monotonic" in report["checked"]
+
+
+# ------------------------------------------------------------------ eager-revoke-all
+
+
+def test_eager_member_assigned_while_still_owning_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(protocol="eager"), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("partitions_revoked", 20, parts=[0]), ev("partitions_assigned", 30, parts=[2], generation=2)],
+    })
+    [finding] = findings(report, "eager-revoke-all")
+    assert partitions_of(finding) == [("t", 1)]
+
+
+def test_eager_member_that_revokes_everything_holds(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(protocol="eager"), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("partitions_revoked", 20, parts=[0, 1]), ev("group_joined", 25, generation=2),
+              ev("partitions_assigned", 30, parts=[1, 2], generation=2)],
+    })
+    assert findings(report) == []
+    assert report["opportunities"]["eager-revoke-all"] == 2
+
+
+def test_eager_member_joining_a_new_generation_while_owning_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1),
+              ev("group_joined", 20, generation=2)],
+    })
+    [finding] = findings(report, "eager-revoke-all")
+    assert "joined generation 2" in finding["message"]
+
+
+# ------------------------------------------------------------------ cooperative
+
+
+def test_revoke_before_assign_same_generation_is_a_violation(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative"}
+    report = run_events(tmp_path, {
+        "a": [start(**coop), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("group_joined", 100, generation=2), ev("partitions_revoked", 101, parts=[1], generation=2),
+              ev("partitions_assigned", 102, parts=[], generation=2)],
+        "b": [start(**coop), ev("group_joined", 100, generation=2),
+              ev("partitions_assigned", 105, parts=[1], generation=2)],
+    })
+    [finding] = findings(report, "revoke-before-assign")
+    assert finding["members"] == ["a", "b"] and partitions_of(finding) == [("t", 1)]
+    assert findings(report, "single-owner") == []  # revoked before: no overlap in time
+
+
+def test_revoke_before_assign_holds_across_the_follow_up_rebalance(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative"}
+    report = run_events(tmp_path, {
+        "a": [start(**coop), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("group_joined", 100, generation=2), ev("partitions_revoked", 101, parts=[1], generation=2),
+              ev("partitions_assigned", 102, parts=[], generation=2), ev("group_joined", 200, generation=3),
+              ev("partitions_assigned", 202, parts=[], generation=3)],
+        "b": [start(**coop), ev("group_joined", 100, generation=2), ev("partitions_assigned", 105, parts=[], generation=2),
+              ev("group_joined", 200, generation=3), ev("partitions_assigned", 205, parts=[1], generation=3)],
+    })
+    assert findings(report) == []
+    assert report["opportunities"]["revoke-before-assign"] >= 1
+
+
+def test_cooperative_assignment_before_the_revocation_in_the_same_generation(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative"}
+    report = run_events(tmp_path, {
+        "a": [start(**coop), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("group_joined", 100, generation=2), ev("partitions_revoked", 110, parts=[1], generation=2)],
+        "b": [start(**coop), ev("group_joined", 100, generation=2),
+              ev("partitions_assigned", 105, parts=[1], generation=2)],
+    })
+    assert len(findings(report, "revoke-before-assign")) == 1
+    assert len(findings(report, "single-owner")) == 1
+
+
+def test_revoke_only_moved_revoked_and_reassigned_in_the_same_generation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(protocol="cooperative"), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("group_joined", 100, generation=2), ev("partitions_revoked", 101, parts=[0, 1], generation=2),
+              ev("partitions_assigned", 102, parts=[0, 1], generation=2)],
+    })
+    [finding] = findings(report, "revoke-only-moved")
+    assert "same generation 2" in finding["message"]
+
+
+def test_revoke_only_moved_revoked_before_rejoining_and_given_back(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(protocol="cooperative"), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("partitions_revoked", 90, parts=[0, 1], generation=1), ev("group_joined", 100, generation=2),
+              ev("partitions_assigned", 102, parts=[0, 1], generation=2)],
+    })
+    [finding] = findings(report, "revoke-only-moved")
+    assert partitions_of(finding) == [("t", 0), ("t", 1)]
+    assert "before rejoining" in finding["message"]
+
+
+def test_revoke_only_moved_holds_when_the_partition_really_moved(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative"}
+    report = run_events(tmp_path, {
+        "a": [start(**coop), ev("partitions_assigned", 10, parts=[0, 1], generation=1),
+              ev("group_joined", 100, generation=2), ev("partitions_revoked", 101, parts=[1], generation=2),
+              ev("partitions_assigned", 102, parts=[], generation=2), ev("group_joined", 300, generation=4),
+              ev("partitions_assigned", 302, parts=[1], generation=4)],
+        "b": [start(**coop), ev("group_joined", 200, generation=3), ev("partitions_assigned", 201, parts=[1], generation=3),
+              ev("partitions_revoked", 250, parts=[1], generation=3), ev("shutdown_complete", 260)],
+    })
+    assert findings(report) == []
+
+
+def test_cooperative_checks_need_generations(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": [start(protocol="cooperative"), ev("partitions_assigned", 1, parts=[0])]})
+    notes = unchecked(report)
+    assert notes["revoke-only-moved"]["partial"] is False
+    assert notes["revoke-before-assign"]["partial"] is True
+    assert "generation" in notes["generation-monotonic"]["reason"]
+
+
+# ------------------------------------------------------------------ subscribed-only
+
+
+def test_subscribed_only(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(subscription=["t"]), ev("partitions_assigned", 10, parts=[0]),
+              ev("partitions_assigned", 20, partitions=[{"topic": "payments", "partition": 3}])],
+    })
+    [finding] = findings(report, "subscribed-only")
+    assert partitions_of(finding) == [("payments", 3)]
+    assert "subscribed-only" not in unchecked(report)
+
+
+# ------------------------------------------------------------------ converges
+
+
+def _coordinator(protocol_assignor: str, extra_rebalances: int) -> list[dict[str, object]]:
+    events = [ev("coordinator_rebalance", 100, group="g", generation=1, reason="Adding new member m2"),
+              ev("coordinator_stable", 200, group="g", generation=2, members=["m1", "m2"], assignor=protocol_assignor)]
+    ts = 300
+    for i in range(extra_rebalances):
+        events += [ev("coordinator_rebalance", ts, group="g", generation=2 + i,
+                      reason="Updating metadata for member m2 during Stable; client reason: need to revoke partitions"),
+                   ev("coordinator_stable", ts + 50, group="g", generation=3 + i, members=["m1", "m2"],
+                      assignor=protocol_assignor)]
+        ts += 100
+    return events
+
+
+def test_converges_eager_allows_one_rebalance(tmp_path: Path) -> None:
+    assert findings(run_events(tmp_path / "ok", {"c": _coordinator("range", 0)})) == []
+    report = run_events(tmp_path / "bad", {"c": _coordinator("range", 1)})
+    [finding] = findings(report, "converges")
+    assert "eager" in finding["message"] and "within 1" in finding["message"]
+
+
+def test_converges_cooperative_allows_the_follow_up(tmp_path: Path) -> None:
+    assert findings(run_events(tmp_path / "ok", {"c": _coordinator("cooperative-sticky", 1)})) == []
+    report = run_events(tmp_path / "bad", {"c": _coordinator("cooperative-sticky", 2)})
+    assert len(findings(report, "converges")) == 1
+
+
+def test_converges_count_restarts_on_membership_change(tmp_path: Path) -> None:
+    events = _coordinator("range", 0) + [
+        ev("coordinator_member_removed", 400, group="g", member_id="m2", reason="session-timeout"),
+        ev("coordinator_rebalance", 401, group="g", generation=2, reason="removing member m2 on heartbeat expiration"),
+        ev("coordinator_stable", 450, group="g", generation=3, members=["m1"], assignor="range")]
+    assert findings(run_events(tmp_path, {"c": events})) == []
+
+
+def test_converges_not_checked_without_the_coordinator(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": [start(), ev("partitions_assigned", 1, parts=[0])]})
+    assert "coordinator" in unchecked(report)["converges"]["reason"]
+
+
+# ------------------------------------------------------------------ static-rejoin
+
+
+def _static(reason_after: str | None) -> list[dict[str, object]]:
+    events = [ev("coordinator_stable", 100, group="g", generation=4, members=["s1-a", "m2"], state="Stable"),
+              ev("coordinator_member_removed", 200, group="g", member_id="s1-a", instance_id="s1", reason="fenced",
+                 replaced_by="s1-b")]
+    if reason_after is not None:
+        events.append(ev("coordinator_rebalance", 201, group="g", generation=4, reason=reason_after))
+    return events
+
+
+def test_static_rejoin_in_stable_must_not_rebalance(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"c": _static("Updating metadata for static member s1-b with instance id s1")})
+    [finding] = findings(report, "static-rejoin")
+    assert finding["members"] == ["s1"]
+
+
+def test_static_rejoin_without_rebalance_holds(tmp_path: Path) -> None:
+    assert findings(run_events(tmp_path / "quiet", {"c": _static(None)})) == []
+    protocol = "Group's selectedProtocol will change because static member s1-b with instance id s1 joined"
+    assert findings(run_events(tmp_path / "protocol", {"c": _static(protocol)}), "static-rejoin") == []
+    other = "Adding new member m3 with group instance id None; client reason: not provided"
+    assert findings(run_events(tmp_path / "other", {"c": _static(other)}), "static-rejoin") == []

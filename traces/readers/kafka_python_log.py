@@ -1,0 +1,123 @@
+"""kafka-python logs (loggers ``kafka.coordinator`` / ``kafka.coordinator.consumer``), as member events.
+
+kafka-python 2.x logs, from kafka/coordinator/base.py and consumer.py:
+
+==============================================================  ======================================
+message                                                         event
+==============================================================  ======================================
+Successfully joined group G <Generation N (member_id: M,        ``group_joined`` (generation, member_id,
+protocol: P)>  (BaseCoordinator._handle_join_group_response)    assignor P)
+Setting newly assigned partitions {TopicPartition(topic='t',    ``partitions_assigned``: the whole
+partition=0), ...} for group G  (ConsumerCoordinator.           assignment (kafka-python is eager)
+_on_join_complete)
+Revoking previously assigned partitions {...} for group G       ``partitions_revoked``
+(ConsumerCoordinator._on_join_prepare)
+Updating subscribed topics to: ['t']  (SubscriptionState.        the member's ``subscription`` from then on
+change_subscription)
+(Re-)joining group G                                            the start of a rebalance (context)
+Leaving consumer group G (member M).  (BaseCoordinator.         context
+maybe_leave_group)
+==============================================================  ======================================
+
+Older releases printed ``Successfully joined group G with generation N`` and ``set([...])``; both
+are read. aiokafka, which started as a port of kafka-python, logs the assignment, revocation and
+subscription lines in the same words (aiokafka/consumer/group_coordinator.py), so its logs are read
+too (its JoinGroup line differs and is not read). kafka-python's log lines carry no client id: the file is the member. Python's logging
+prints no time unless its format asks for ``%(asctime)s``; a line without one takes the time of the
+line before it, and a file with none at all cannot be merged (``no-timestamp``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from traces.readers.logtime import leading_timestamp
+from traces.schema import BINARY, NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, iter_lines
+
+FORMAT = "kafka-python-log"
+
+_JOINED = re.compile(r"Successfully joined group (?P<group>\S+) <Generation (?P<gen>-?\d+) \(member_id: "
+                     r"(?P<member_id>[^,]*), protocol: (?P<proto>[^)]*)\)>")
+_JOINED_OLD = re.compile(r"Successfully joined group (?P<group>\S+) with generation (?P<gen>-?\d+)")
+_SETTING = re.compile(r"Setting newly assigned partitions (?P<tps>.*) for group (?P<group>\S+?)\s*$")
+_REVOKING = re.compile(r"Revoking previously assigned partitions (?P<tps>.*) for group (?P<group>\S+?)\s*$")
+_TP = re.compile(r"TopicPartition\(topic=u?'(?P<topic>[^']*)', partition=(?P<partition>-?\d+)\)")
+_SUBSCRIBED = re.compile(r"Updating subscribed topics to: (?P<topics>.*?)\s*$")
+_QUOTED = re.compile(r"u?'([^']*)'")
+_KEYWORDS = ("Successfully joined group", "Setting newly assigned partitions", "Revoking previously assigned",
+             "Updating subscribed topics to")
+
+
+def _tps(text: str) -> list[dict[str, Any]]:
+    body = text.strip()
+    found = [{"topic": m["topic"], "partition": int(m["partition"])} for m in _TP.finditer(body)]
+    if not found and body not in ("set()", "{}", "[]", "set([])", "frozenset()"):
+        raise ValueError(f"not a set of TopicPartitions: {body[:80]!r}")
+    return found
+
+
+def read(source: Source, stats: InputStats) -> Iterator[Located]:
+    src = source.index
+    n = 0
+    seq = 0
+    produced = 0
+    last_ts: int | None = None
+    ctx: dict[str, Any] = {"member": source.member, "protocol": "eager"}
+    for raw in iter_lines(source.path):
+        n += 1
+        if b"\x00" in raw:
+            stats.skip(source, n, BINARY)
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            stats.skip(source, n, BINARY)
+            continue
+        found = leading_timestamp(line, source.naive_offset_ms)
+        if found is not None:
+            last_ts = found[0]
+        if not any(k in line for k in _KEYWORDS):
+            stats.ignored += 1
+            continue
+        if last_ts is None:
+            stats.skip(source, n, NO_TIMESTAMP, line[:80])
+            continue
+        event: dict[str, Any] | None = None
+        try:
+            if (hit := _JOINED.search(line)) is not None:
+                ctx.update(group=hit["group"], generation=int(hit["gen"]), member_id=hit["member_id"],
+                           assignor=hit["proto"])
+                event = {"name": "group_joined"}
+            elif (hit := _JOINED_OLD.search(line)) is not None:
+                ctx.update(group=hit["group"], generation=int(hit["gen"]))
+                event = {"name": "group_joined"}
+            elif (hit := _SETTING.search(line)) is not None:
+                ctx["group"] = hit["group"]
+                event = {"name": "partitions_assigned", "partitions": _tps(hit["tps"])}
+            elif (hit := _REVOKING.search(line)) is not None:
+                ctx["group"] = hit["group"]
+                event = {"name": "partitions_revoked", "partitions": _tps(hit["tps"])}
+            elif (hit := _SUBSCRIBED.search(line)) is not None:
+                ctx["subscription"] = _QUOTED.findall(hit["topics"])
+                continue
+        except ValueError as exc:
+            stats.skip(source, n, UNPARSED_LOG_LINE, str(exc))
+            continue
+        if event is None:
+            stats.skip(source, n, UNPARSED_LOG_LINE, line.strip()[:120])
+            continue
+        event.update(ctx, timestamp=last_ts)
+        seq += 1
+        produced += 1
+        yield last_ts, src, seq, n, event
+    stats.lines += n
+    stats.events_per_source[src] += produced
+
+
+def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
+    score = sum(3 for line in lines if any(k in line for k in _KEYWORDS))
+    score += sum(1 for line in lines if "kafka.coordinator" in line or "kafka.conn" in line
+                 or "kafka.consumer" in line)
+    return (FORMAT, min(85, 10 + score), frozenset()) if score else None
