@@ -38,7 +38,9 @@ STANDARD_NAMES = frozenset({
 })
 
 # Optional context fields any event may carry.
-CONTEXT_FIELDS = ("group", "member", "member_id", "instance_id", "generation", "protocol", "assignor", "client")
+CONTEXT_FIELDS = (
+    "group", "member", "member_id", "instance_id", "generation", "protocol", "assignor", "client", "subscription",
+)
 
 
 def event(name: str, timestamp: int, **fields: Any) -> dict[str, Any]:

@@ -252,6 +252,7 @@ class GroupState:
         self.tentative: list[tuple[Finding, int]] = []
         self.flagged_streak = False
         self.static_watch: tuple[str, int, str] | None = None  # (instance id, ts, where)
+        self.protocol_watch: tuple[str, int, str, str, str] | None = None  # ... + protocol before, reason
         self.kip848: dict[str, tuple[frozenset[TP], frozenset[TP]]] = {}
         self.analytics = GroupAnalytics(name, analytics)
 
@@ -903,7 +904,10 @@ class Checker:
             gs.static_watch = None
             protocol_change = _PROTOCOL_CHANGE_REASON.search(reason) is not None
             other_change = _MEMBERSHIP_REASON.search(reason) is not None and instance not in reason
-            if not protocol_change and not other_change:
+            if protocol_change and gs.assignor is not None:
+                # Justified only if the protocol really changes: the next stable generation tells.
+                gs.protocol_watch = (instance, watch_ts, watch_where, gs.assignor, reason)
+            elif not protocol_change and not other_change:
                 self._finding("static-rejoin", VIOLATION, gs.name, [instance], [], watch_ts, ts,
                               [watch_where, where],
                               f"static member {instance} rejoined the Stable group and a rebalance followed"
@@ -950,6 +954,17 @@ class Checker:
         gen = int_field(ev, "generation")
         gs.analytics.coordinator_done(ts, "Stable", gen)
         gs.static_watch = None
+        if gs.protocol_watch is not None:
+            instance, watch_ts, watch_where, protocol, reason = gs.protocol_watch
+            gs.protocol_watch = None
+            after = _text(ev, "assignor")
+            if after and after == protocol:
+                self._finding("static-rejoin", VIOLATION, gs.name, [instance], [], watch_ts, ts,
+                              [watch_where, self.where(src, line)],
+                              f"static member {instance} rejoined the Stable group and a rebalance followed "
+                              f"(reason: {reason}), but the selected protocol stayed {after}: a static member "
+                              f"restarting within the session timeout gets its assignment back with no rebalance "
+                              f"(KIP-345)")
         members = ev.get("members")
         count = int_field(ev, "member_count")
         member_set = frozenset(m for m in members if isinstance(m, str)) if isinstance(members, list) else None
