@@ -3,7 +3,10 @@
 ``python -m benchmarks oracle [-- --repeat N --out DIR --peer-large]``
 
 Both solve the same question -- the most partitions an assignment under the same balance
-constraint keeps with their valid owner -- with ``networkx.max_flow_min_cost``. The peer builds
+constraint keeps with their valid owner -- with ``networkx.max_flow_min_cost``. Columns: ``oracle s``
+is groupspec's path (the closed form under a Quota constraint, the compressed flow otherwise),
+``flow s`` the compressed flow forced in every case; ``ratio`` and ``r.flow`` are the peer's time over
+each. All three answers must agree. The peer builds
 the textbook network: source -> member -> partition (cost -1 where the member validly owns the
 partition) -> sink, one node per partition and one edge per (member, subscribed partition). The
 oracle merges partitions into topic classes and members' choices into subscription groups
@@ -43,7 +46,7 @@ import networkx as nx
 
 from model.assignors import assign
 from model.invariants.assignment import valid_claims
-from model.stickiness import Quota, flow_network, oracle_problem, solve
+from model.stickiness import Quota, flow_network, oracle_problem, solve, solve_flow
 from model.types import GroupAssignment, Subscription, TopicPartition
 
 SIZES = {"small": (10, 20, 20), "medium": (10, 100, 100), "large": (10, 1000, 1000)}  # topics, partitions/topic, consumers
@@ -103,8 +106,15 @@ def naive_optimum(ppt: Mapping[str, int], subs: Sequence[Subscription], achieved
 
 
 def oracle_optimum(ppt: Mapping[str, int], subs: Sequence[Subscription], achieved: GroupAssignment) -> tuple[int, int]:
-    """The oracle, end to end: claims, classes, network, flow. Returns (optimum, 0)."""
+    """The oracle as groupspec runs it, end to end: claims, classes, then the closed form (Quota) or the
+    flow (Counts). Returns (optimum, 0)."""
     return solve(oracle_problem(ppt, subs, achieved)), 0
+
+
+def oracle_flow_optimum(ppt: Mapping[str, int], subs: Sequence[Subscription],
+                        achieved: GroupAssignment) -> tuple[int, int]:
+    """The oracle with the compressed min-cost flow forced, also under a Quota constraint."""
+    return solve_flow(oracle_problem(ppt, subs, achieved)), 0
 
 
 def timed(fn: Callable[[], tuple[int, int]], repeat: int) -> tuple[int, int, float]:
@@ -126,21 +136,26 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict[str, Any]] = []
     disagree = False
+    print(HEADER)
     for size, (topics, per_topic, consumers) in SIZES.items():
         for kind in ("equal", "unequal"):
             ppt, subs, achieved = scenario(kind, topics, per_topic, consumers)
             kept = oracle_problem(ppt, subs, achieved).achieved_kept
             constraint = type(oracle_problem(ppt, subs, achieved).constraint).__name__.lower()
             opt, _, secs = timed(partial(oracle_optimum, ppt, subs, achieved), args.repeat)
+            f_opt, _, f_secs = timed(partial(oracle_flow_optimum, ppt, subs, achieved), args.repeat)
+            disagree |= f_opt != opt
             edges = flow_network(oracle_problem(ppt, subs, achieved)).number_of_edges()
             row: dict[str, Any] = {"size": size, "scenario": kind, "partitions": topics * per_topic,
                                    "consumers": len(subs), "constraint": constraint, "achieved_kept": kept,
-                                   "optimum": opt, "oracle_edges": edges, "oracle_s": round(secs, 4)}
+                                   "optimum": opt, "oracle_s": round(secs, 4), "oracle_flow_s": round(f_secs, 4),
+                                   "oracle_edges": edges}
             if size != "large" or args.peer_large:
                 peer_repeat = args.repeat if size == "small" else 1
                 p_opt, p_edges, p_secs = timed(partial(naive_optimum, ppt, subs, achieved), peer_repeat)
                 row.update(peer_optimum=p_opt, peer_edges=p_edges, peer_s=round(p_secs, 4),
-                           ratio=round(p_secs / secs, 1) if secs else None)
+                           ratio=round(p_secs / secs, 1) if secs else None,
+                           ratio_flow=round(p_secs / f_secs, 1) if f_secs else None)
                 disagree |= p_opt != opt
             rows.append(row)
             print(_line(row), flush=True)
@@ -157,12 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+HEADER = (f"{'size':<7}{'subs':<8}{'parts':>6} {'cons':>5} {'constraint':<10} {'kept':>5} {'optimum':>7} "
+          f"{'oracle s':>9} {'flow s':>8} {'edges':>6} {'peer s':>8} {'peer edges':>10} {'ratio':>7} {'r.flow':>7}")
+
+
 def _line(row: dict[str, Any]) -> str:
-    peer = (f"peer {row['peer_s']:8.3f} s ({row['peer_edges']:>9} edges)  ratio {row['ratio']:>7}x"
-            if "peer_s" in row else "peer not run")
-    return (f"{row['size']:<7}{row['scenario']:<8}{row['partitions']:>6} partitions {row['consumers']:>5} consumers "
-            f"{row['constraint']:<7} kept {row['achieved_kept']:>5} optimum {row['optimum']:>5}  "
-            f"oracle {row['oracle_s']:7.3f} s ({row['oracle_edges']:>6} edges)  {peer}")
+    peer = (f"{row['peer_s']:8.3f} {row['peer_edges']:>10} {row['ratio']:>6}x {row['ratio_flow']:>6}x"
+            if "peer_s" in row else f"{'-':>8} {'-':>10} {'-':>7} {'-':>7}")
+    return (f"{row['size']:<7}{row['scenario']:<8}{row['partitions']:>6} {row['consumers']:>5} {row['constraint']:<10} "
+            f"{row['achieved_kept']:>5} {row['optimum']:>7} {row['oracle_s']:9.3f} {row['oracle_flow_s']:8.3f} "
+            f"{row['oracle_edges']:>6} {peer}")
 
 
 if __name__ == "__main__":

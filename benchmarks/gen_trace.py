@@ -149,7 +149,7 @@ def generate(out: Path, events: int, members: int = 20, partitions: int = 60, re
         if not mine:
             continue
         picked = rng.sample(mine, min(len(mine), rng.randint(1, 2)))
-        parts = []
+        parts: list[dict[str, Any]] = []
         for p in picked:
             count = rng.randint(1, 50)
             parts.append({"topic": TOPIC, "partition": p, "count": count, "minOffset": offsets[p],

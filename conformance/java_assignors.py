@@ -71,8 +71,11 @@ class JavaResult:
 
     ``millis`` is the assignor's own wall time inside the JVM (``assign(Cluster,
     GroupSubscription)`` only; the minimum over ``runs`` when the problem was run several times);
-    ``wall_millis`` is the whole round trip seen from Python (JSON encoding, pipe, decoding, and
-    the building of the Java subscriptions). ``builder`` is ``"constrained"`` or ``"general"`` for
+    ``cpu_millis`` the CPU time of the thread that ran it, ``process_cpu_millis`` the whole JVM's
+    (garbage collection and JIT compilation included), both in that fastest run;
+    ``prepare_millis`` the JVM's time to parse the problem and build the metadata and the
+    subscriptions; ``wall_millis`` is the whole round trip seen from Python (JSON encoding, pipe,
+    decoding, and the building of the Java subscriptions). ``builder`` is ``"constrained"`` or ``"general"`` for
     the sticky assignors (which ``AbstractStickyAssignor`` builder ran), else ``None``;
     ``transferring_source`` says where ``transferring`` came from (see ``AssignorPeer.java``), and
     ``notes`` lists any cross-check of it that failed (empty when all is well).
@@ -86,6 +89,9 @@ class JavaResult:
     builder: str | None
     transferring_source: str | None
     notes: tuple[str, ...]
+    cpu_millis: float = 0.0
+    process_cpu_millis: float = 0.0
+    prepare_millis: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,14 +305,20 @@ class JavaAssignorPeer:
         return self._read_line()
 
     def run(self, strategy: str, partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription],
-            *, repeat: int = 1) -> JavaResult:
-        """The Java assignor's answer, with its timing and where ``transferring`` came from."""
+            *, repeat: int = 1, gc: bool = False) -> JavaResult:
+        """The Java assignor's answer, with its timing and where ``transferring`` came from.
+
+        ``repeat`` runs the assignor that many times (new instances, same input; the fastest run is
+        reported); ``gc`` collects the JVM's garbage before each timed run (benchmarks).
+        """
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
         start = time.perf_counter()
         problem = problem_json(strategy, partitions_per_topic, subscriptions)
         if repeat != 1:
             problem["repeat"] = repeat
+        if gc:
+            problem["gc"] = True
         reply = self.request(problem)
         error = reply.get("error")
         if error is not None:
@@ -317,7 +329,9 @@ class JavaAssignorPeer:
         transferring = frozenset(_partitions(reply["transferring"]))
         wall = (time.perf_counter() - start) * 1000.0
         return JavaResult(assignment, transferring, float(reply["millis"]), tuple(reply["runs"]), wall,
-                          reply.get("builder"), reply.get("transferring_source"), tuple(reply.get("notes", ())))
+                          reply.get("builder"), reply.get("transferring_source"), tuple(reply.get("notes", ())),
+                          float(reply["cpu_millis"]), float(reply["process_cpu_millis"]),
+                          float(reply["prepare_millis"]))
 
     def assign(self, strategy: str, partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]
                ) -> tuple[dict[str, tuple[TopicPartition, ...]], frozenset[TopicPartition], float]:

@@ -38,9 +38,11 @@ which in :attr:`OracleProblem.constraint`:
 The optimum as a min-cost flow
 ------------------------------
 
-Partitions are never nodes. Topics with the same set of subscribers are merged into one *class*: for
-every member their partitions are interchangeable, except for which member validly owns each. The
-network (solved with ``networkx.max_flow_min_cost``) is::
+:func:`solve` uses the closed form under ``Quota`` and this flow under ``Counts``;
+:func:`solve_flow` runs the flow in both cases (the tests check that the two agree, and both against
+brute force). Partitions are never nodes. Topics with the same set of subscribers are merged into
+one *class*: for every member their partitions are interchangeable, except for which member validly
+owns each. The network (solved with ``networkx.max_flow_min_cost``) is::
 
     source -> member m            capacity: its quota (minQuota, plus 1 through a shared "extra" node of
                                   capacity P % N) or its count
@@ -63,7 +65,7 @@ its valid part and clamped at 0; it means little there, and the invariants alrea
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -153,15 +155,18 @@ def oracle_problem(partitions_per_topic: Mapping[str, int], subscriptions: Seque
     counts: dict[str, int] = {}
     kept = 0
     for member in members:
+        topics = topics_of[member]
+        owned = claims.owned.get(member, frozenset())
         mine: dict[int, int] = defaultdict(int)
-        for tp in claims.owned.get(member, ()):
-            if tp.topic in topics_of[member]:
-                mine[class_of[tp.topic]] += 1
+        for topic, n in Counter(tp.topic for tp in owned).items():
+            if topic in topics:
+                mine[class_of[topic]] += n
         keepable[member] = dict(mine)
-        got = {tp for tp in raw.get(member, ()) if tp.topic in topics_of[member]
-               and 0 <= tp.partition < partitions_per_topic[tp.topic]}
+        got = set(raw.get(member, ()))
+        got.difference_update([tp for tp in got if tp.topic not in topics
+                               or not 0 <= tp.partition < partitions_per_topic[tp.topic]])
         counts[member] = len(got)
-        kept += sum(1 for tp in got if claims.owner.get(tp) == member)
+        kept += len(got.intersection(owned))  # owned: valid claims, one owner each; got: subscribed only
 
     constraint: Quota | Counts = Counts(counts)
     if members and same_existing_topics(partitions_per_topic, subscriptions):
@@ -208,6 +213,17 @@ def flow_network(problem: OracleProblem) -> nx.DiGraph:
 
 
 def solve(problem: OracleProblem) -> int:
+    """The optimum number of kept partitions.
+
+    Under a :class:`Quota` constraint the closed form (:func:`quota_optimum`, the flow's value: the
+    tests check both against brute force); otherwise the flow (:func:`solve_flow`).
+    """
+    if isinstance(problem.constraint, Quota):
+        return quota_optimum(problem)
+    return solve_flow(problem)
+
+
+def solve_flow(problem: OracleProblem) -> int:
     """The optimum number of kept partitions: minus the cost of a min-cost maximum flow."""
     if not any(problem.keepable[m] for m in problem.members):
         return 0

@@ -44,8 +44,8 @@ before ``#``, so member names contain no ``#``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from model import coordinator as co
@@ -54,6 +54,7 @@ from model import member as mb
 from model.member import Member, MemberConfig, Metadata
 from model.messages import Request
 from model.network import Network
+from model.system_evolve import evolver
 
 Event = dict[str, Any]
 
@@ -197,6 +198,18 @@ class SystemState:
     metadata: Metadata  # topic -> partition count, sorted by topic
 
 
+_evolve_state = evolver(SystemState)
+_evolve_process = evolver(Process)
+
+
+def _state(state: SystemState, **changes: Any) -> SystemState:
+    return _evolve_state(state, changes)
+
+
+def _process(p: Process, **changes: Any) -> Process:
+    return _evolve_process(p, changes)
+
+
 def initial_state(config: SystemConfig, topics: Iterable[tuple[str, int]] = (), now: int = 0) -> SystemState:
     return SystemState(now=now, group=co.initial_group(config.coordinator), processes=(), network=Network(),
                        metadata=tuple(sorted(topics)))
@@ -228,16 +241,16 @@ def _put_process(state: SystemState, name: str, p: Process) -> SystemState:
     procs = state.processes
     for i, (n, _) in enumerate(procs):
         if n == name:
-            return replace(state, processes=procs[:i] + ((name, p),) + procs[i + 1:])
+            return _state(state, processes=procs[:i] + ((name, p),) + procs[i + 1:])
         if n > name:
-            return replace(state, processes=procs[:i] + ((name, p),) + procs[i:])
-    return replace(state, processes=procs + ((name, p),))
+            return _state(state, processes=procs[:i] + ((name, p),) + procs[i:])
+    return _state(state, processes=procs + ((name, p),))
 
 
 def _put_member(state: SystemState, m: Member) -> SystemState:
     p = process(state, m.name)
     assert p is not None
-    return _put_process(state, m.name, replace(p, member=m))
+    return _put_process(state, m.name, _process(p, member=m))
 
 
 # -- what is enabled -----------------------------------------------------------------------------
@@ -309,12 +322,17 @@ def enabled(state: SystemState) -> list[SystemAction]:
 Result = tuple[SystemState, tuple[Event, ...]] | None
 
 
-def step(state: SystemState, action: Action, config: SystemConfig) -> Result:
-    """Take ``action`` from ``state``: ``(next state, events)``, or None when it is not enabled."""
+def step(state: SystemState, action: Action, config: SystemConfig, *, trusted: bool = False) -> Result:
+    """Take ``action`` from ``state``: ``(next state, events)``, or None when it is not enabled.
+
+    ``trusted=True`` skips the costlier guards (a coordinator timer being due, a poll having work,
+    the clock being allowed to move) for a caller that chose ``action`` from what is enabled, as
+    the simulator does; the result is the same for an enabled action.
+    """
     handler = _HANDLERS.get(type(action))
     if handler is None:
         raise TypeError(f"not an action: {action!r}")
-    return handler(state, action, config)
+    return handler(state, action, config, trusted)
 
 
 def _send(network: Network, conn: str, requests: tuple[Request, ...]) -> Network:
@@ -332,39 +350,39 @@ def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...]) -
         network = network.close(m.conn, drop_requests=False)
         p = process(state, m.name)
         assert p is not None
-        state = _put_process(state, m.name, replace(p, member=None, topics=m.subscription))
-    return replace(state, network=network)
+        state = _put_process(state, m.name, _process(p, member=None, topics=m.subscription))
+    return _state(state, network=network)
 
 
-def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig) -> Result:
-    if coordinator_due(state) or state.network.head_request(a.conn) is None:
+def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig, trusted: bool = False) -> Result:
+    if state.network.head_request(a.conn) is None or (not trusted and coordinator_due(state)):
         return None
     network, request = state.network.pop_request(a.conn)
     group, replies, events = co.receive(state.group, a.conn, request, state.now, config.coordinator,
                                         config.mutants)
     for reply in replies:
         network = network.send_response(reply.conn, reply.response)
-    return replace(state, group=group, network=network), events
+    return _state(state, group=group, network=network), events
 
 
-def _deliver_response(state: SystemState, a: DeliverResponse, config: SystemConfig) -> Result:
+def _deliver_response(state: SystemState, a: DeliverResponse, config: SystemConfig, trusted: bool = False) -> Result:
     m = member_by_conn(state, a.conn)
     if m is None or not mb.can_receive(m) or state.network.head_response(a.conn) is None:
         return None
     network, response = state.network.pop_response(a.conn)
     m, requests, events = mb.receive(m, response, state.now, state.metadata, config.mutants)
-    return _with_member(replace(state, network=network), m, requests), events
+    return _with_member(_state(state, network=network), m, requests), events
 
 
-def _member_polls(state: SystemState, a: MemberPolls, config: SystemConfig) -> Result:
+def _member_polls(state: SystemState, a: MemberPolls, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
-    if m is None or not mb.poll_has_work(m, state.metadata):
+    if m is None or (not trusted and not mb.poll_has_work(m, state.metadata)):
         return None
     m, requests, events = mb.poll(m, state.now, state.metadata, config.mutants)
     return _with_member(state, m, requests), events
 
 
-def _heartbeat_thread_runs(state: SystemState, a: HeartbeatThreadRuns, config: SystemConfig) -> Result:
+def _heartbeat_thread_runs(state: SystemState, a: HeartbeatThreadRuns, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
     if m is None:
         return None
@@ -375,30 +393,31 @@ def _heartbeat_thread_runs(state: SystemState, a: HeartbeatThreadRuns, config: S
     return _with_member(state, m, requests), events
 
 
-def _member_resumes(state: SystemState, a: MemberResumes, config: SystemConfig) -> Result:
+def _member_resumes(state: SystemState, a: MemberResumes, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
     if m is None or m.stalled_until is None or m.stalled_until > state.now:
         return None
     return _put_member(state, mb.resume(m, state.now)), ()
 
 
-def _coordinator_timer_fires(state: SystemState, a: CoordinatorTimerFires, config: SystemConfig) -> Result:
+def _coordinator_timer_fires(state: SystemState, a: CoordinatorTimerFires, config: SystemConfig, trusted: bool = False) -> Result:
     if not coordinator_due(state):
         return None
     group, replies, events = co.expire(state.group, state.now, config.coordinator, config.mutants)
     network = state.network
     for reply in replies:
         network = network.send_response(reply.conn, reply.response)
-    return replace(state, group=group, network=network), events
+    return _state(state, group=group, network=network), events
 
 
-def _clock_advances(state: SystemState, a: ClockAdvances, config: SystemConfig) -> Result:
-    if a.to <= state.now or urgent_actions(state):
+def _clock_advances(state: SystemState, a: ClockAdvances, config: SystemConfig, trusted: bool = False) -> Result:
+    if a.to <= state.now:
         return None
-    deadline = next_deadline(state)
-    if deadline is not None and a.to > deadline:
-        return None
-    return replace(state, now=a.to), ()
+    if not trusted:
+        deadline = next_deadline(state)
+        if urgent_actions(state) or (deadline is not None and a.to > deadline):
+            return None
+    return _state(state, now=a.to), ()
 
 
 # -- faults --------------------------------------------------------------------------------------
@@ -410,7 +429,7 @@ def _start(state: SystemState, name: str, config: MemberConfig, topics: tuple[st
     return _put_process(state, name, Process(config, incarnation, m, m.subscription)), events
 
 
-def _member_starts(state: SystemState, a: MemberStarts, config: SystemConfig) -> Result:
+def _member_starts(state: SystemState, a: MemberStarts, config: SystemConfig, trusted: bool = False) -> Result:
     p = process(state, a.member)
     if p is not None and p.member is not None:
         return None
@@ -425,17 +444,17 @@ def _crash(state: SystemState, name: str) -> tuple[SystemState, tuple[Event, ...
     assert p is not None and p.member is not None
     m = p.member
     event = mb.member_event(m, ev.SHUTDOWN_COMPLETE, state.now, reason="crash")
-    state = _put_process(state, name, replace(p, member=None, topics=m.subscription))
-    return replace(state, network=state.network.close(m.conn, drop_requests=True)), (event,)
+    state = _put_process(state, name, _process(p, member=None, topics=m.subscription))
+    return _state(state, network=state.network.close(m.conn, drop_requests=True)), (event,)
 
 
-def _member_crashes(state: SystemState, a: MemberCrashes, config: SystemConfig) -> Result:
+def _member_crashes(state: SystemState, a: MemberCrashes, config: SystemConfig, trusted: bool = False) -> Result:
     if running_member(state, a.member) is None:
         return None
     return _crash(state, a.member)
 
 
-def _member_restarts(state: SystemState, a: MemberRestarts, config: SystemConfig) -> Result:
+def _member_restarts(state: SystemState, a: MemberRestarts, config: SystemConfig, trusted: bool = False) -> Result:
     p = process(state, a.member)
     if p is None:
         return None
@@ -448,39 +467,39 @@ def _member_restarts(state: SystemState, a: MemberRestarts, config: SystemConfig
     return state, events + started
 
 
-def _member_leaves(state: SystemState, a: MemberLeaves, config: SystemConfig) -> Result:
+def _member_leaves(state: SystemState, a: MemberLeaves, config: SystemConfig, trusted: bool = False) -> Result:
     p = process(state, a.member)
     if p is None or p.member is None:
         return None
     m, requests, events = mb.close(p.member, state.now)
     network = _send(state.network, m.conn, requests).close(m.conn, drop_requests=False)
-    state = _put_process(state, a.member, replace(p, member=None, topics=m.subscription))
-    return replace(state, network=network), events
+    state = _put_process(state, a.member, _process(p, member=None, topics=m.subscription))
+    return _state(state, network=network), events
 
 
-def _member_stalls(state: SystemState, a: MemberStalls, config: SystemConfig) -> Result:
+def _member_stalls(state: SystemState, a: MemberStalls, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
     if m is None or a.for_ms <= 0:
         return None
     return _put_member(state, mb.stall(m, state.now, a.for_ms)), ()
 
 
-def _member_subscribes(state: SystemState, a: MemberSubscribes, config: SystemConfig) -> Result:
+def _member_subscribes(state: SystemState, a: MemberSubscribes, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
     if m is None or not a.topics:
         return None
     return _put_member(state, mb.subscribe(m, a.topics)), ()
 
 
-def _partitions_added(state: SystemState, a: PartitionsAdded, config: SystemConfig) -> Result:
+def _partitions_added(state: SystemState, a: PartitionsAdded, config: SystemConfig, trusted: bool = False) -> Result:
     counts = dict(state.metadata)
     if a.count <= counts.get(a.topic, 0):
         return None
     counts[a.topic] = a.count
-    return replace(state, metadata=tuple(sorted(counts.items()))), ()
+    return _state(state, metadata=tuple(sorted(counts.items()))), ()
 
 
-_HANDLERS: dict[type, Any] = {
+_HANDLERS: dict[type, Callable[[SystemState, Any, SystemConfig, bool], Result]] = {
     DeliverRequest: _deliver_request,
     DeliverResponse: _deliver_response,
     MemberPolls: _member_polls,

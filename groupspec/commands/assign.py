@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +30,10 @@ from model.assignors.sticky import StickyAssignorFailure
 from model.invariants.assignment import (
     ROUND_INVARIANTS,
     Claims,
+    RoundFacts,
     Verdict,
     check_round,
     promised,
-    valid_claims,
 )
 from model.stickiness import Quota, Stickiness, stickiness
 from model.types import GroupAssignment, tps_to_json
@@ -64,19 +64,22 @@ def assignor_mutants(names: list[str]) -> frozenset[str]:
     return chosen
 
 
-def evaluate(parsed: ParsedProblem, mutants: frozenset[str] = frozenset()) -> tuple[int, dict[str, Any], Document]:
-    """Run the round; return the exit code, the JSON document and the report for people."""
+def evaluate(parsed: ParsedProblem, mutants: frozenset[str] = frozenset()
+             ) -> tuple[int, dict[str, Any], Callable[[], Document]]:
+    """Run the round; return the exit code, the JSON document and how to build the report for people."""
     problem = parsed.problem
     try:
         result = run_assignor(parsed.strategy, problem.partitions_per_topic, problem.subscriptions, mutants=mutants)
     except StickyAssignorFailure as exc:
-        return EXIT_VIOLATION, _failure_json(parsed, mutants, str(exc)), Document(
+        message = str(exc)
+        return EXIT_VIOLATION, _failure_json(parsed, mutants, message), lambda: Document(
             f"groupspec assign: {parsed.strategy}",
             [f"Strategy {parsed.strategy} on {parsed.source}: the assignor fails on this input, as Kafka's "
-             f"does, so the rebalance cannot complete: {exc}"])
-    verdicts = check_round(parsed.strategy, problem, result)
+             f"does, so the rebalance cannot complete: {message}"])
+    facts = RoundFacts(problem, result)
+    verdicts = check_round(parsed.strategy, problem, result, facts)
     promises = promised(parsed.strategy, problem, result)
-    claims = valid_claims(problem.partitions_per_topic, problem.subscriptions)
+    claims = facts.claims
     measure = stickiness(problem.partitions_per_topic, problem.subscriptions, result, claims=claims)
     failed = [inv for inv in ROUND_INVARIANTS if inv in promises and not verdicts[inv].held]
 
@@ -96,7 +99,7 @@ def evaluate(parsed: ParsedProblem, mutants: frozenset[str] = frozenset()) -> tu
         "ignored_claims": [c.to_json() for c in claims.ignored],
     }
     code = EXIT_VIOLATION if failed else EXIT_OK
-    return code, data, _document(parsed, result, verdicts, promises, claims, measure, failed)
+    return code, data, lambda: _document(parsed, result, verdicts, promises, claims, measure, failed)
 
 
 def _failure_json(parsed: ParsedProblem, mutants: frozenset[str], message: str) -> dict[str, Any]:
@@ -108,22 +111,53 @@ def _failure_json(parsed: ParsedProblem, mutants: frozenset[str], message: str) 
 def run(args: argparse.Namespace) -> int:
     mutants = assignor_mutants(args.mutant)
     parsed = load(args.problem)
-    code, data, doc = evaluate(parsed, mutants)
+    code, data, document = evaluate(parsed, mutants)
     sys.stdout.write(dumps(data) + "\n")
     if args.out is not None:
         try:
-            write_report(args.out, "assign", data, doc)
+            write_report(args.out, "assign", data, document())
         except OSError as exc:
             raise InputError(f"--out {args.out}: cannot write the report: {exc.strerror or exc}") from None
     return code
 
 
-_PARTITION = re.compile(r'\{\s+"topic": ("(?:[^"\\]|\\.)*"),\s+"partition": (-?\d+)\s+\}')
+def dumps(data: Any) -> str:
+    """Indented JSON (2 spaces) with each topic-partition on one line.
+
+    Written out directly: ``json.dumps(indent=...)`` runs the pure-Python encoder, too slow for the
+    million partitions of Kafka's scale problems. Scalars and keys still go through ``json.dumps``.
+    """
+    out: list[str] = []
+    _write(data, 0, out, {})
+    return "".join(out)
 
 
-def dumps(data: dict[str, Any]) -> str:
-    """Indented JSON with each topic-partition on one line."""
-    return _PARTITION.sub(r'{"topic": \1, "partition": \2}', json.dumps(data, indent=2))
+def _write(value: Any, indent: int, out: list[str], topics: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        if len(value) == 2 and "topic" in value and type(value.get("partition")) is int:
+            topic = value["topic"]
+            encoded = topics.get(topic)
+            if encoded is None:
+                encoded = topics[topic] = json.dumps(topic)
+            out.append(f'{{"topic": {encoded}, "partition": {value["partition"]}}}')
+            return
+        items: list[tuple[str, Any]] = [(json.dumps(str(k)) + ": ", v) for k, v in value.items()]
+        opening, closing = "{", "}"
+    elif isinstance(value, list):
+        items = [("", v) for v in value]
+        opening, closing = "[", "]"
+    else:
+        out.append(json.dumps(value))
+        return
+    if not items:
+        out.append(opening + closing)
+        return
+    pad = "\n" + " " * (indent + 2)
+    out.append(opening)
+    for i, (key, item) in enumerate(items):
+        out.append(("," if i else "") + pad + key)
+        _write(item, indent + 2, out, topics)
+    out.append("\n" + " " * indent + closing)
 
 
 def _stickiness_json(measure: Stickiness) -> dict[str, Any]:

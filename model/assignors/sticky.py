@@ -42,17 +42,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from model.assignors.sticky_claims import (
+    LEADING_EMPTY_SUBSCRIPTION,
+    STALE_UNSUBSCRIBED_CLAIM,
     StickyAssignorFailure,
     Universe,
     build_universe,
     resolve_claims,
 )
+from model.assignors.sticky_claims import kafka_bug_exposure as _exposure
 from model.assignors.sticky_constrained import build_constrained
 from model.assignors.sticky_general import build_general
 from model.mutants import validate
 from model.types import GroupAssignment, Subscription
 
-__all__ = ["StickyAssignorFailure", "StickyTarget", "assign", "sticky_target"]
+__all__ = ["LEADING_EMPTY_SUBSCRIPTION", "STALE_UNSUBSCRIBED_CLAIM", "StickyAssignorFailure", "StickyTarget",
+           "assign", "kafka_bug_exposure", "sticky_target"]
 
 NAME = "sticky"  # StickyAssignor.STICKY_ASSIGNOR_NAME
 DOUBLE_CLAIM_BOTH_KEEP = "double-claim-both-keep"
@@ -99,3 +103,18 @@ def assign(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subs
     """
     target = sticky_target(partitions_per_topic, subscriptions, mutants=mutants)
     return target.universe.to_group_assignment(target.assignment)
+
+
+def kafka_bug_exposure(partitions_per_topic: Mapping[str, int],
+                       subscriptions: Sequence[Subscription]) -> dict[str, frozenset[str]]:
+    """Member ids exposed to the Kafka bugs both sticky assignors keep, by bug (docs/assignors-sticky.md).
+
+    ``leading-empty-subscription``: members with no topics that the constrained builder will give
+    partitions (Kafka 4.1.1 does the same). ``stale-unsubscribed-claim``: members whose stale claims
+    of topics they left may be handed back to them, or make the assignor fail
+    (:class:`StickyAssignorFailure`, Java's ``NullPointerException``). Only exposed members can
+    break ``subscribed-only``, and Kafka's balance holds whenever nobody is exposed to the second.
+    """
+    u = build_universe(partitions_per_topic, subscriptions)
+    exposure = _exposure(u, resolve_claims(u))
+    return {bug: frozenset(u.members[m].member_id for m in members) for bug, members in exposure.items()}

@@ -98,7 +98,7 @@ class Universe:
     members: list[Subscription]  # by member number
     iteration: list[int]  # member numbers in the order of model.assignors.order
     subscribed: list[frozenset[str]]  # each member's topic names (as Java compares subscriptions)
-    topics_of: list[list[int]]  # each member's topics that have metadata, ascending
+    topics_of: list[list[int]]  # each member's topics that have metadata, ascending (shared lists: read only)
     claims: list[list[int]]  # each member's claims of existing partitions, in the order it sent them
     generation: list[int]  # each member's generation, -1 for none
     known: list[TopicPartition | None]  # per partition int: a claim's own TopicPartition, reused on output
@@ -163,10 +163,14 @@ def build_universe(partitions_per_topic: Mapping[str, int],
     claims: list[list[int]] = []
     generation: list[int] = []
     known: list[TopicPartition | None] = [None] * first[-1]
+    shared: dict[frozenset[str], list[int]] = {}  # members that subscribe alike share one (read-only) list
     for sub in by_number:
         names = frozenset(sub.topics)
         subscribed.append(names)
-        topics_of.append(sorted(topic_index[t] for t in names if t in topic_index))
+        numbers = shared.get(names)
+        if numbers is None:
+            numbers = shared[names] = sorted(topic_index[t] for t in names if t in topic_index)
+        topics_of.append(numbers)
         ids: list[int] = []
         append = ids.append
         last: str | None = None
@@ -249,3 +253,33 @@ def resolve_claims(u: Universe, *, both_keep: bool = False) -> Claims:
                 owner_of[p] = m
             # else: the earlier claimer has the higher generation and keeps it
     return Claims(equal, owned, multiple, max_generation)
+
+
+LEADING_EMPTY_SUBSCRIPTION = "leading-empty-subscription"
+STALE_UNSUBSCRIBED_CLAIM = "stale-unsubscribed-claim"
+
+
+def kafka_bug_exposure(u: Universe, claims: Claims) -> dict[str, frozenset[int]]:
+    """The members (numbers) exposed to the two Kafka bugs the model keeps, by bug.
+
+    * ``leading-empty-subscription``: members with an empty topic list in a group that
+      ``allSubscriptionsEqual`` nevertheless calls equal (they all come before the first member
+      with topics in iteration order, see :func:`resolve_claims`). The constrained builder gives
+      them partitions of topics they do not subscribe to.
+    * ``stale-unsubscribed-claim``: members with a generation below ``maxGeneration`` that claim an
+      existing partition of a topic they do not subscribe to. The general builder's previous-owner
+      rule can hand that partition back to them; if the member was set aside as fixed, Java throws
+      instead (:class:`StickyAssignorFailure`). Being exposed is necessary, not sufficient.
+    """
+    leading: frozenset[int] = frozenset()
+    if claims.all_subscriptions_equal and any(u.subscribed):
+        leading = frozenset(m for m in range(len(u.members)) if not u.subscribed[m])
+    stale: set[int] = set()
+    if any(u.claims):
+        topic_of = u.topic_of()
+        for m in range(len(u.members)):
+            if u.generation[m] < claims.max_generation:
+                mine = set(u.topics_of[m])
+                if any(topic_of[p] not in mine for p in u.claims[m]):
+                    stale.add(m)
+    return {LEADING_EMPTY_SUBSCRIPTION: leading, STALE_UNSUBSCRIBED_CLAIM: frozenset(stale)}

@@ -46,10 +46,11 @@ Java behaviour kept although it is a bug (docs/assignors-sticky.md, "Kafka bugs 
 
 Speed (the Java algorithm is quadratic in places): the least loaded subscriber of a topic comes
 from one lazily updated heap per *subscription class* (members with the same topics), so placing a
-million partitions is a heap operation each; ``isBalanced`` is answered from per-count histograms,
-per-topic owner counts and a cache that lives until the next move, evaluated topic by topic as
-"the most loaded owner of a topic's partitions has 2+ more than the least loaded potential consumer
-that is not full", which is what Java's per-member, per-partition scan decides.
+million partitions is a heap operation each; ``isBalanced`` is answered by :class:`BalanceTracker`
+from histograms updated move by move, instead of rescanning every member's partitions after each
+move: a topic is "bad" when the most loaded owner of its partitions has 2+ more than its least
+loaded potential consumer that is not full, which is what Java's per-member, per-partition scan
+decides (``verify_tracker`` checks that in the tests).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ every invariant below that speaks of "owned" means the valid claims:
    those too (reason ``unknown-topic`` / ``no-such-partition``);
 2. when several claims name one partition, the claim of the strictly highest generation wins and
    the others are stale (``superseded``): "move partition from the member with an older generation
-   to the member with the newer generation";
-   A negative generation means "none" and counts as -1 (``Subscription`` maps it to empty).
+   to the member with the newer generation". A negative generation means "none" and counts as -1
+   (Java's ``Subscription`` maps it to empty);
 3. when two claims of one partition carry the same generation -- two members, or one member
    listing it twice (Kafka then finds the member itself as the "other" claimer) -- Kafka
    invalidates the partition for every claimer and puts it in
@@ -69,7 +69,7 @@ The invariants (ids from ``model.invariants.catalogue``)
     ``min(E, #{|keepable| >= maxQuota})`` members keep maxQuota. (What counts as kept is a little
     wider than keepable: a partition the member claimed with the highest generation also counts
     where lower claims of it tie, because Kafka lets it keep that partition in some iteration
-    orders -- see ``Claims.newest``.) (b) Always: no two members swap
+    orders -- see ``Claims.tied``.) (b) Always: no two members swap
     partitions of one topic, i.e. the per-topic movement graph (valid owner -> new owner) has no
     2-cycle (``PartitionMovements.isSticky`` / ``hasCycles``).
 ``revoke-before-assign``
@@ -104,18 +104,23 @@ cooperative-sticky        single-owner, subscribed-only, sticky, revoke-before-a
 Eager assignors promise no revoke-* property: under the eager protocol every member revokes
 everything before it rejoins (``eager-revoke-all``), so nothing is revoked across members inside a
 round. :func:`check_round` still evaluates every predicate, for reports.
+
+The promises are Kafka's, and the model's sticky assignors keep Kafka's bugs: on a few inputs
+(a member with an empty subscription ordered first; a stale claim in the general builder) a promise
+fails exactly as it fails in Kafka 4.1.1. docs/assign.md lists them; tests/model/
+test_assignors_promises.py pins each one and accepts no other failure.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
-from model.assignors import ASSIGNORS, COOPERATIVE, AssignorSpec
+from model.assignors import ASSIGNORS, AssignorSpec
 from model.invariants.catalogue import CATALOGUE
 from model.types import GroupAssignment, Subscription, TopicPartition, tps_to_json
 
@@ -210,21 +215,17 @@ class IgnoredClaim:
 class Claims:
     """The outcome of cleaning the claims: each valid partition has exactly one valid owner.
 
-    ``newest`` is wider than ``owner``: the claimer of the strictly highest generation also where
-    claims of a *lower* generation tie. Kafka gives it the partition in the general builder, and in
-    the constrained builder unless the tie happens to be met first in ``HashMap`` order; so it is
-    what a member *may* keep, while ``owner`` is what every order lets it keep.
+    ``tied`` lists the partitions voided only by a tie *below* the highest generation, with their
+    claimer of the strictly highest generation. Kafka gives that claimer the partition in the general
+    builder, and in the constrained builder unless the tie happens to be met first in ``HashMap``
+    order; so a member *may* keep its ``owned`` and its ``tied`` partitions, and every order lets it
+    keep its ``owned`` ones.
     """
 
     owner: Mapping[TopicPartition, str]  # partition -> its valid owner
     owned: Mapping[str, frozenset[TopicPartition]]  # member -> its valid claims (every member has an entry)
     ignored: tuple[IgnoredClaim, ...]
-    newest: Mapping[TopicPartition, str]  # partition -> its unique highest-generation claimer
-
-
-def partition_exists(partitions_per_topic: Mapping[str, int], tp: TopicPartition) -> bool:
-    count = partitions_per_topic.get(tp.topic)
-    return count is not None and 0 <= tp.partition < count
+    tied: Mapping[str, frozenset[TopicPartition]]  # member -> partitions it may keep beyond ``owned``
 
 
 def valid_claims(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]) -> Claims:
@@ -258,14 +259,14 @@ def valid_claims(partitions_per_topic: Mapping[str, int], subscriptions: Sequenc
                     more.setdefault(tp, [first[tp]]).append(claim)
                 else:
                     first[tp] = claim
-    newest = dict(owner)
+    tied: dict[str, set[TopicPartition]] = defaultdict(set)
     for tp, claimers in more.items():
-        del owner[tp], newest[tp]
+        del owner[tp]
         generations = [generation for _, generation in claimers]
         winner, top = max(claimers, key=lambda claim: claim[1])
-        if generations.count(top) == 1:
-            newest[tp] = winner
         if len(set(generations)) < len(generations):
+            if generations.count(top) == 1:
+                tied[winner].add(tp)
             ignored.extend(IgnoredClaim(m, tp, g, ClaimRejection.CONFLICT) for m, g in claimers)
             continue
         owner[tp] = winner
@@ -277,7 +278,7 @@ def valid_claims(partitions_per_topic: Mapping[str, int], subscriptions: Sequenc
             mine = frozenset(tp for tp in mine if owner.get(tp) == member)
         owned[member] = mine
     ignored.sort(key=lambda c: (c.member_id, c.partition, c.reason.value))
-    return Claims(owner, owned, tuple(ignored), newest)
+    return Claims(owner, owned, tuple(ignored), {m: frozenset(tps) for m, tps in tied.items()})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,7 +302,8 @@ def all_subscriptions_equal(subscriptions: Sequence[Subscription]) -> bool:
 
 def same_existing_topics(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]) -> bool:
     """Every member subscribes to the same set of topics that exist."""
-    return len({subscribed_topics(partitions_per_topic, sub) for sub in subscriptions}) <= 1
+    distinct = {sub.topics for sub in subscriptions}
+    return len({frozenset(t for t in topics if t in partitions_per_topic) for topics in distinct}) <= 1
 
 
 def assigned_sets(result: GroupAssignment) -> dict[str, frozenset[TopicPartition]]:
@@ -417,9 +419,13 @@ def complete(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
              facts: RoundFacts | None = None) -> Verdict:
     """Every partition of every subscribed (existing) topic has an owner."""
     holders = _facts(problem, result, facts).holder
-    wanted = sorted({t for sub in problem.subscriptions for t in subscribed_topics(problem.partitions_per_topic, sub)})
+    ppt = problem.partitions_per_topic
+    wanted = sorted(set().union(*{sub.topics for sub in problem.subscriptions}) & ppt.keys())
+    held = Counter(tp.topic for tp in holders if 0 <= tp.partition < ppt.get(tp.topic, 0))
     findings = []
     for topic in wanted:
+        if held[topic] == ppt[topic]:
+            continue
         missing = tuple(tp for tp in map(TopicPartition, [topic] * problem.partitions_per_topic[topic],
                                          range(problem.partitions_per_topic[topic]))
                         if tp not in holders)
@@ -446,10 +452,14 @@ def _balanced_per_topic(problem: AssignmentProblem, assigned: Mapping[str, froze
     for member, tps in assigned.items():
         for tp in tps:
             per_topic[tp.topic][member] += 1
+    subscribers: dict[str, list[str]] = defaultdict(list)
+    for sub in problem.subscriptions:
+        for topic in set(sub.topics):
+            subscribers[topic].append(sub.member_id)
     findings = []
     for topic in sorted(problem.partitions_per_topic):
         got = per_topic.get(topic, {})
-        counts = {sub.member_id: got.get(sub.member_id, 0) for sub in problem.subscriptions if topic in sub.topics}
+        counts = {member: got.get(member, 0) for member in subscribers.get(topic, ())}
         if not counts:
             continue
         low, high = min(counts.values()), max(counts.values())
@@ -473,24 +483,28 @@ def _balanced_kafka(problem: AssignmentProblem, assigned: Mapping[str, frozenset
     count = {m: len(assigned.get(m, ())) for m in members}
     if not members or max(count.values()) - min(count.values()) <= 1:
         return Verdict(BALANCED)
-    heaviest: dict[str, tuple[int, str, TopicPartition]] = {}
-    for m in sorted(members):  # per topic: the first most loaded holder, and its lowest partition of it
+    heaviest: dict[str, tuple[int, str]] = {}  # topic -> (load, member): its first most loaded holder
+    for m in sorted(members):
         load = count[m]
-        for tp in assigned.get(m, ()):
-            best = heaviest.get(tp.topic)
-            if best is None or load > best[0] or (best[1] == m and tp < best[2]):
-                heaviest[tp.topic] = (load, m, tp)
+        for topic in {tp.topic for tp in assigned.get(m, ())}:
+            best = heaviest.get(topic)
+            if best is None or load > best[0]:
+                heaviest[topic] = (load, m)
+    # per distinct subscription: its most loaded holder of any of its topics (first topic in name order)
+    reach: dict[tuple[str, ...], tuple[int, str, str] | None] = {}
+    for topics in {sub.topics for sub in problem.subscriptions}:
+        candidates = [(-heaviest[t][0], t, heaviest[t][1]) for t in topics if t in heaviest]
+        top = min(candidates, default=None)
+        reach[topics] = None if top is None else (-top[0], top[2], top[1])
     findings = []
     for sub in sorted(problem.subscriptions, key=lambda s: s.member_id):
-        a = sub.member_id
-        for topic in sorted(subscribed_topics(problem.partitions_per_topic, sub)):
-            best = heaviest.get(topic)
-            if best is not None and best[0] >= count[a] + 2:
-                load, b, tp = best
-                findings.append(Finding(
-                    f"{a} has {count[a]} partition(s) and {b} has {load}, yet {a} subscribes to {topic} and "
-                    f"could take {tp} from {b}", (a, b), (tp,)))
-                break
+        a, reached = sub.member_id, reach[sub.topics]
+        if reached is not None and reached[0] >= count[a] + 2:
+            load, b, topic = reached
+            tp = min(tp for tp in assigned[b] if tp.topic == topic)
+            findings.append(Finding(
+                f"{a} has {count[a]} partition(s) and {b} has {load}, yet {a} subscribes to {topic} and "
+                f"could take {tp} from {b}", (a, b), (tp,)))
     return Verdict(BALANCED, tuple(findings))
 
 
@@ -507,8 +521,11 @@ def sticky(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
 
 def keepable(problem: AssignmentProblem, claims: Claims, sub: Subscription) -> frozenset[TopicPartition]:
     """A member's valid claims of topics it still subscribes to: what stickiness may keep for it."""
+    owned = claims.owned.get(sub.member_id, frozenset())
     topics = frozenset(sub.topics)
-    return frozenset(tp for tp in claims.owned.get(sub.member_id, ()) if tp.topic in topics)
+    if {tp.topic for tp in owned} <= topics:
+        return owned
+    return frozenset(tp for tp in owned if tp.topic in topics)
 
 
 def _quota_kept(problem: AssignmentProblem, claims: Claims,
@@ -518,15 +535,14 @@ def _quota_kept(problem: AssignmentProblem, claims: Claims,
     n = len(problem.subscriptions)
     min_quota, extra = divmod(total, n)
     max_quota = min_quota + (1 if extra else 0)
-    newest = claims.newest
     findings = []
     kept_max = 0
     owning_max = 0
     for sub in sorted(problem.subscriptions, key=lambda s: s.member_id):
         mine = keepable(problem, claims, sub)
         member = sub.member_id
-        # every topic is subscribed here (equal subscriptions), so only the claim decides
-        kept = frozenset(tp for tp in assigned.get(member, frozenset()) if newest.get(tp) == member)
+        tied = frozenset(tp for tp in claims.tied.get(member, ()) if tp.topic in sub.topics)
+        kept = assigned.get(member, frozenset()) & (mine | tied)
         if len(mine) >= max_quota:
             owning_max += 1
         if extra and len(kept) >= max_quota:
@@ -548,11 +564,12 @@ def _quota_kept(problem: AssignmentProblem, claims: Claims,
 def _swaps(claims: Claims, assigned: Mapping[str, frozenset[TopicPartition]]) -> list[Finding]:
     """2-cycles in the per-topic movement graph (valid owner -> member now assigned)."""
     owner = claims.owner
+    empty: frozenset[TopicPartition] = frozenset()
     moves: dict[tuple[str, str, str], list[TopicPartition]] = defaultdict(list)
     for member, tps in assigned.items():
-        for tp in tps:
+        for tp in tps - claims.owned.get(member, empty):  # what it did not own: usually few
             previous = owner.get(tp)
-            if previous is not None and previous != member:
+            if previous is not None:
                 moves[(tp.topic, previous, member)].append(tp)
     findings = []
     for (topic, a, b), there in sorted(moves.items()):
@@ -591,7 +608,7 @@ def revoke_only_moved(problem: AssignmentProblem, result: GroupAssignment, strat
     return Verdict(REVOKE_ONLY_MOVED, tuple(findings))
 
 
-Predicate = Callable[[AssignmentProblem, GroupAssignment, str, "RoundFacts | None"], Verdict]
+Predicate = Callable[[AssignmentProblem, GroupAssignment, str, RoundFacts | None], Verdict]
 
 PREDICATES: dict[str, Predicate] = {
     SINGLE_OWNER: single_owner,
@@ -607,11 +624,6 @@ PREDICATES: dict[str, Predicate] = {
 # --------------------------------------------------------------------------------------------------
 # Promises
 # --------------------------------------------------------------------------------------------------
-
-
-def is_cooperative(strategy: str) -> bool:
-    """An assignor whose preferred protocol (``supportedProtocols()[0]``) is COOPERATIVE."""
-    return _spec(strategy).protocols[0] == COOPERATIVE
 
 
 def _spec(strategy: str) -> AssignorSpec:
@@ -637,15 +649,15 @@ def promised(strategy: str, problem: AssignmentProblem, result: GroupAssignment)
         ids |= {STICKY, REVOKE_BEFORE_ASSIGN, REVOKE_ONLY_MOVED}
         if not result.transferring:
             ids |= {COMPLETE, BALANCED}
-    else:  # an assignor registered without a promise table: promise validity only
-        pass
+    # an assignor registered without a row here is held to validity only
     return frozenset(ids)
 
 
-def check_round(strategy: str, problem: AssignmentProblem, result: GroupAssignment) -> dict[str, Verdict]:
+def check_round(strategy: str, problem: AssignmentProblem, result: GroupAssignment,
+                facts: RoundFacts | None = None) -> dict[str, Verdict]:
     """Every round predicate, in catalogue order."""
     _spec(strategy)
-    facts = RoundFacts(problem, result)
+    facts = _facts(problem, result, facts)
     return {inv: PREDICATES[inv](problem, result, strategy, facts) for inv in ROUND_INVARIANTS}
 
 

@@ -34,7 +34,7 @@ from model import events as ev
 from model import member as mb
 from model import system as sy
 from model.member import Member, MemberState
-from model.messages import NO_GENERATION, UNKNOWN_MEMBER_ID, JoinGroupResponse, OffsetCommitRequest
+from model.messages import NO_GENERATION, UNKNOWN_MEMBER_ID, Errors, JoinGroupResponse, OffsetCommitRequest
 from model.system import Action, SystemState
 from model.types import RebalanceProtocol, TopicPartition
 
@@ -76,10 +76,13 @@ class Violation:
 
 #: Violations the model finds in Kafka's own behaviour (it is faithful to Kafka, gaps included).
 KNOWN_GAPS = {
-    "KIP-814": "a static leader that restarts into a Stable group skips the assignment (KIP-814) and takes "
-               "its metadata snapshot from the current metadata, so partitions added before it rejoined are "
-               "never noticed: they stay unassigned until some other rebalance "
-               "(ConsumerCoordinator.onLeaderElected, skipAssignment branch)",
+    "static-rejoin-keeps-stale-assignment":
+        "a static member restarting into a Stable group takes its old place without a rebalance unless the "
+        "selected assignor would change (KIP-345; GroupMetadataManager."
+        "updateStaticMemberThenRebalanceOrCompleteJoin). The group keeps an assignment computed for an earlier "
+        "situation: partitions added since (a restarted leader skips the assignment and snapshots the new "
+        "metadata, KIP-814), topics the member now subscribes to, or partitions a cooperative member had "
+        "revoked for a follow-up rebalance that died with it stay without an owner until some other rebalance",
     "static-zombie-rejoin": "a static member whose application stalled across a rebalance boundary is kept by the "
                             "coordinator but left out of the new generation (a zombie); if it polls again before a "
                             "heartbeat or commit tells it so, it rejoins with its old generation, is accepted into the "
@@ -361,6 +364,9 @@ def convergence_horizon(config: sy.SystemConfig) -> int:
     return config.session_timeout_ms + 2 * per_rebalance + config.max_poll_interval_ms
 
 
+_FENCING = frozenset({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID})
+
+
 @dataclass
 class _StaticCheck:
     member: str
@@ -390,8 +396,9 @@ class Monitor:
     _revoked: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
     _must_revoke: dict[str, bool] = field(default_factory=dict)  # eager conn -> assigned since last revoke
     _static: dict[str, _StaticCheck] = field(default_factory=dict)
-    _assignment_metadata: tuple[tuple[str, int], ...] | None = None  # what the last real assignment saw
-    _leader_skipped: bool = False  # the current generation's leader skipped the assignment (KIP-814)
+    _told_stale: set[str] = field(default_factory=set)  # conns answered a fencing error while owning
+    _static_rejoined_generation: int = -1  # last generation a static member rejoined with no rebalance
+    _generation: int = 0
 
     def failed(self) -> list[Violation]:
         return [v for v in self.violations if v.invariant not in WARNINGS]
@@ -423,6 +430,8 @@ class Monitor:
     def _carried_over(self, v: Violation) -> Violation:
         """A single-owner overlap that was, just before, a zombie overlap of the same members and
         partitions: the zombie was let back in without losing them (``static-zombie-rejoin``)."""
+        if any(name in self._told_stale for name in v.members):
+            return v  # it was told it is stale (an error answer) and kept them anyway: not Kafka's gap
         if (ZOMBIE_OVERLAP, tuple(sorted(v.members)), v.partitions) in {
                 (i, tuple(sorted(ms)), ps) for i, ms, ps in self._ongoing}:
             return replace(v, known_kafka_gap="static-zombie-rejoin",
@@ -432,12 +441,18 @@ class Monitor:
     def _history(self, before: SystemState, action: Action, after: SystemState,
                  events: tuple[Event, ...]) -> list[Violation]:
         out: list[Violation] = []
+        self._generation = after.group.generation
         if isinstance(action, sy.DeliverResponse):
             r = before.network.head_response(action.conn)
-            if isinstance(r, JoinGroupResponse) and r.error == 0 and r.leader == r.member_id:
-                self._leader_skipped = r.skip_assignment
-                if not r.skip_assignment:
-                    self._assignment_metadata = before.metadata
+            m = sy.member_by_conn(before, action.conn)
+            if m is not None and m.owned and r is not None and r.error in _FENCING:
+                self._told_stale.add(m.name)
+        for m in sy.running(after):
+            if m.name in self._told_stale and not m.owned:
+                self._told_stale.discard(m.name)
+        if before.group.state is co.STABLE and after.group.state is co.STABLE and any(
+                e["name"] == ev.COORDINATOR_MEMBER_REMOVED and e.get("reason") == "fenced" for e in events):
+            self._static_rejoined_generation = after.group.generation
         for e in events:
             name = e["name"]
             member = e.get("member")
@@ -537,14 +552,12 @@ class Monitor:
             self.violations.extend(self._classify(v) for v in complete(after))
 
     def _classify(self, v: Violation) -> Violation:
-        """Mark a ``complete`` violation that is the KIP-814 gap: the leader skipped the assignment
-        and every missing partition is one the last real assignment did not know of."""
-        if not self._leader_skipped or self._assignment_metadata is None:
+        """Mark a ``complete`` violation in a generation a static member rejoined without a
+        rebalance (``static-rejoin-keeps-stale-assignment``)."""
+        if self._static_rejoined_generation != self._generation:
             return v
-        known = mb.partitions_of(self._assignment_metadata, tuple(t for t, _ in self._assignment_metadata))
-        if any(tp in known for tp in v.partitions):
-            return v
-        return replace(v, known_kafka_gap="KIP-814", message=f"{v.message} (Kafka does this: {KNOWN_GAPS['KIP-814']})")
+        gap = "static-rejoin-keeps-stale-assignment"
+        return replace(v, known_kafka_gap=gap, message=f"{v.message} (Kafka does this: {KNOWN_GAPS[gap]})")
 
     def finish(self, final: SystemState) -> list[Violation]:
         """End of the run: a group that has had time to settle since the last disturbance but did

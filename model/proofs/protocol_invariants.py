@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import z3
 
 from model.proofs.protocol_model import (
+    CR_NONE,
+    CR_UNK,
     C_COMPL,
     C_PREP,
     C_STABLE,
@@ -31,6 +33,7 @@ from model.proofs.protocol_model import (
     NO_GEN,
     PREP,
     SR_NONE,
+    SR_ILL,
     SR_OK,
     SR_UNK,
     STABLE,
@@ -71,6 +74,14 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
         "an eager consumer that has run onJoinPrepare and not yet completed the rebalance owns nothing",
         lambda s: _kp(s, lambda k, p: z3.Implies(z3.And(s.alive(k), z3.Not(s.coop(k)), z3.Not(s.np(k))),
                                                  z3.Not(s.owns(k, p))))),
+    Inv("rejected-generation-dropped",
+        "a consumer never keeps a generation the coordinator has rejected for it (ILLEGAL_GENERATION): it "
+        "resets, so its next onJoinPrepare reports what it owned lost and its next JoinGroup claims nothing "
+        "with that generation (KAFKA-13419)",
+        lambda s: _k(s, lambda k: z3.Implies(z3.And(s.alive(k), s.rej(k) != NO_GEN), s.cgen(k) != s.rej(k)))),
+    Inv("commits-from-current-generation",
+        "the coordinator accepts offset commits only from members of its current generation",
+        lambda s: z3.Not(s.badCommit)),
     # ---- generations ---------------------------------------------------------------------------
     Inv("member-generation-at-most-group",
         "a consumer's generation is never ahead of the coordinator's",
@@ -114,14 +125,76 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
             z3.Implies(s.gst == COMPL, z3.Not(s.asgHas(s.ggen, p))),
             z3.Not(s.asgHas(s.ggen + 1, p))))),
     Inv("sync-request-generation",
-        "a SyncGroup in flight or parked carries the consumer's generation",
+        "a SyncGroup in flight or parked carries the consumer's generation; an ILLEGAL_GENERATION answer "
+        "is for a generation the group has left",
         lambda s: _k(s, lambda k: z3.Implies(
             z3.And(s.alive(k), s.fut(k) == F_SYNC, s.cgen(k) != NO_GEN),
             z3.And(z3.Implies(s.sreq(k), s.sqGen(k) == s.cgen(k)),
-                   z3.Implies(s.awS(k), s.cgen(k) == s.ggen))))),
+                   z3.Implies(s.awS(k), s.cgen(k) == s.ggen),
+                   z3.Implies(s.srsp(k) == SR_ILL, s.cgen(k) < s.ggen))))),
     Inv("parked-sync-only-completing",
         "SyncGroups are parked only in CompletingRebalance",
         lambda s: _k(s, lambda k: z3.Implies(s.awS(k), s.gst == COMPL))),
+    # ---- cooperative: a partition changes owner only after the old owner gave it up ----------------
+    Inv("added-only-to-its-assignee",
+        "a partition a generation's assignment added to a member (it did not claim it) is owned by no other "
+        "counted member of that generation",
+        lambda s: _kp(s, lambda k, p: z3.Implies(
+            z3.And(s.alive(k), z3.Not(zombie(s, k)), s.owns(k, p), s.hasAdd(s.cgen(k), p)),
+            s.asgTo(s.cgen(k), p) == k))),
+    Inv("added-recorded-with-assignment",
+        "what a generation added is part of its assignment",
+        lambda s: s.sorts.forall([s.sorts.P], lambda p: z3.And(
+            z3.Implies(s.hasAdd(s.ggen, p), z3.And(s.asgHas(s.ggen, p), s.gcoop)),
+            z3.Not(s.hasAdd(s.ggen + 1, p))))),
+    Inv("stable-claims-respect-adds",
+        "in Stable no member's claim collides with a partition the generation added to another member",
+        lambda s: _kp(s, lambda k, p: z3.Implies(
+            z3.And(s.gst == STABLE, s.gcoop, s.inG(k), s.claim(k, p), s.hasAdd(s.ggen, p)),
+            s.asgTo(s.ggen, p) == k))),
+    Inv("claims-are-owned-during-the-chain",
+        "while a counted member's JoinGroup/SyncGroup chain runs, its claims are exactly what it owns",
+        lambda s: _kp(s, lambda k, p: z3.Implies(
+            z3.And(s.alive(k), z3.Or(s.coop(k), s.cs(k))),
+            z3.And(z3.Implies(z3.And(s.inG(k), z3.Or(s.fut(k) == F_SYNC, s.fut(k) == F_SUCC, s.awJ(k),
+                                                      z3.And(s.fut(k) == F_JOIN, s.jrsp(k) == JR_OK))),
+                              s.claim(k, p) == s.owns(k, p)),
+                   z3.Implies(s.jreq(k), s.rqClaim(k, p) == s.owns(k, p)))))),
+    Inv("cooperative-consumers-run-cooperative-sticky",
+        "a cooperative consumer's assignors are all cooperative-sticky (the only cooperative one)",
+        lambda s: _k(s, lambda k: z3.Implies(s.coop(k), s.cs(k)))),
+    Inv("completing-claims-are-owned",
+        "while a generation completes, what its counted members claim is what they own",
+        lambda s: _kp(s, lambda k, p: z3.Implies(
+            z3.And(s.alive(k), z3.Or(s.coop(k), s.cs(k)), s.inG(k), z3.Not(zombie(s, k)), s.cgen(k) == s.ggen,
+                   s.gst == COMPL),
+            s.claim(k, p) == s.owns(k, p)))),
+    Inv("completing-members-are-syncing",
+        "while a generation completes, each of its counted members waits for its SyncGroup answer, and no "
+        "SyncGroup answer of that generation exists yet",
+        lambda s: _k(s, lambda k: z3.Implies(
+            z3.And(s.alive(k), z3.Not(zombie(s, k)), s.cgen(k) == s.ggen, s.gst == COMPL),
+            z3.And(s.fut(k) == F_SYNC, s.srsp(k) == SR_NONE)))),
+    Inv("answered-claims-respect-adds",
+        "a member answered into a generation claimed nothing that generation added to another member",
+        lambda s: _kp(s, lambda k, p: z3.Implies(
+            z3.And(s.alive(k), s.inG(k), s.fut(k) == F_JOIN, s.jrsp(k) == JR_OK, s.claim(k, p),
+                   s.hasAdd(s.rGen(k), p)),
+            s.asgTo(s.rGen(k), p) == k))),
+    Inv("chain-after-prepare",
+        "a consumer in a JoinGroup/SyncGroup chain that has not reset has run onJoinPrepare",
+        lambda s: _k(s, lambda k: z3.Implies(
+            z3.And(s.alive(k), z3.Or(s.fut(k) == F_JOIN, s.fut(k) == F_SYNC, s.fut(k) == F_SUCC),
+                   s.cgen(k) != NO_GEN, s.hasId(k)),
+            z3.Not(s.np(k))))),
+    Inv("joining-has-prepared",
+        "a consumer waiting for its JoinGroup answer in PREPARING_REBALANCE has run onJoinPrepare",
+        lambda s: _k(s, lambda k: z3.Implies(z3.And(s.alive(k), s.fut(k) == F_JOIN, s.cst(k) == C_PREP),
+                                             z3.Not(s.np(k))))),
+    Inv("cooperative-group-members-support-it",
+        "while cooperative-sticky is the generation's protocol every member supports it",
+        lambda s: _k(s, lambda k: z3.Implies(
+            z3.And(s.gcoop, z3.Or(s.gst == COMPL, s.gst == STABLE), s.inG(k)), s.cs(k)))),
     # ---- a reset or new consumer owns nothing by the time it joins ----------------------------------
     Inv("reset-owner-will-lose",
         "a consumer that reset its generation or member id and still owns partitions has onJoinPrepare "
@@ -138,6 +211,8 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
         "a consumer with a JoinGroup in flight, parked or answered is PREPARING_REBALANCE or reset to "
         "UNJOINED, and a consumer with a SyncGroup chain is COMPLETING_REBALANCE or reset",
         lambda s: _k(s, lambda k: z3.And(
+            z3.Implies(z3.And(s.alive(k), s.cst(k) == UNJOINED), s.cgen(k) == NO_GEN),
+            z3.Implies(z3.And(s.alive(k), z3.Or(s.cst(k) == C_COMPL, s.cst(k) == C_STABLE)), s.hasId(k)),
             z3.Implies(z3.And(s.alive(k), s.fut(k) == F_JOIN), z3.Or(s.cst(k) == C_PREP, s.cst(k) == UNJOINED)),
             z3.Implies(z3.And(s.alive(k), s.fut(k) == F_SYNC), z3.Or(s.cst(k) == C_COMPL, s.cst(k) == UNJOINED)),
             z3.Implies(z3.And(s.alive(k), s.fut(k) == F_SUCC), z3.Or(s.cst(k) == C_STABLE, s.cst(k) == UNJOINED))))),
@@ -155,11 +230,18 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
             z3.Implies(s.awJ(k), s.inG(k)), z3.Implies(s.awS(k), s.inG(k)),
             z3.Implies(z3.And(s.alive(k), s.jrsp(k) == JR_UNK), z3.And(z3.Not(s.inG(k)), z3.Not(s.pend(k)))),
             z3.Implies(z3.And(s.alive(k), s.srsp(k) == SR_UNK), z3.And(z3.Not(s.inG(k)), z3.Not(s.pend(k)))),
+            z3.Implies(z3.And(s.alive(k), s.crsp(k) == CR_UNK), z3.Not(s.inG(k))),
             z3.Implies(s.gst == EMPTY, z3.Not(s.inG(k)))))),
     Inv("anonymous-join-from-anonymous-client",
-        "a JoinGroup without member id comes from a consumer that has none",
-        lambda s: _k(s, lambda k: z3.Implies(z3.And(s.alive(k), s.jreq(k), z3.Not(s.rqHasId(k))),
-                                             z3.Not(s.hasId(k))))),
+        "a JoinGroup without member id comes from a consumer that has none and claims nothing; a consumer "
+        "that lost its member id after sending its JoinGroup with it will be refused",
+        lambda s: _k(s, lambda k: z3.And(
+            z3.Implies(z3.And(s.alive(k), s.fut(k) == F_JOIN, z3.Not(s.rqHasId(k)),
+                              z3.Or(s.jreq(k), s.awJ(k), s.jrsp(k) == JR_OK)), z3.Not(s.hasId(k))),
+            z3.Implies(z3.And(s.jreq(k), z3.Not(s.rqHasId(k)), z3.Or(s.coop(k), s.cs(k))),
+                       s.sorts.forall([s.sorts.P], lambda p: z3.Not(s.rqClaim(k, p)))),
+            z3.Implies(z3.And(s.alive(k), z3.Not(s.hasId(k)), s.rqHasId(k), s.fut(k) == F_JOIN),
+                       s.cst(k) == UNJOINED)))),
     Inv("entry-follows-member-id",
         "a dynamic consumer without a member id holds no member entry unless its LeaveGroup is on the way, "
         "and is a pending member only while MEMBER_ID_REQUIRED is on its way to it; a dynamic JoinGroup "
@@ -173,6 +255,10 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
         "at most one member entry holds a group.instance.id",
         lambda s: s.sorts.forall([s.sorts.K, s.sorts.K], lambda x, y: z3.Implies(
             z3.And(s.inG(x), s.inG(y), s.static(x), s.static(y), s.inst(x) == s.inst(y)), x == y))),
+    Inv("rejected-generation-in-the-past",
+        "a rejected generation is older than the group's, and older than any JoinGroup answer in flight",
+        lambda s: _k(s, lambda k: z3.And(s.rej(k) < s.ggen,
+                                         z3.Implies(s.jrsp(k) == JR_OK, s.rGen(k) > s.rej(k))))),
     Inv("ownership-generation-at-most-group",
         "what a consumer owns comes from a generation no later than the group's, and a JoinGroup answer "
         "never takes a consumer back before it",
@@ -182,7 +268,8 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
         "an incarnation that has not started holds no entry and has nothing in flight",
         lambda s: _k(s, lambda k: z3.Implies(z3.Not(s.used(k)), z3.And(
             z3.Not(s.inG(k)), z3.Not(s.pend(k)), z3.Not(s.alive(k)), z3.Not(s.jreq(k)), z3.Not(s.sreq(k)),
-            z3.Not(s.lreq(k)), s.jrsp(k) == JR_NONE, s.srsp(k) == SR_NONE, z3.Not(s.awJ(k)), z3.Not(s.awS(k)))))),
+            z3.Not(s.lreq(k)), z3.Not(s.creq(k)), s.crsp(k) == CR_NONE,
+            s.jrsp(k) == JR_NONE, s.srsp(k) == SR_NONE, z3.Not(s.awJ(k)), z3.Not(s.awS(k)))))),
     Inv("alive-were-started",
         "a live incarnation has started",
         lambda s: _k(s, lambda k: z3.Implies(s.alive(k), s.used(k)))),

@@ -36,7 +36,7 @@ and ``rsGen``; ``lreq``. FIFO between slots of one connection is kept where it m
 connection's SyncGroup is delivered before its LeaveGroup, and both before its JoinGroup.
 Heartbeats are abstracted away: a heartbeat answer is a consumer step (reset or rejoin request)
 whose guard is what makes the coordinator give that answer. The leader's assignment in flight is
-``lasg(k,p)`` for generation ``lasgGen``.
+``sqAsg(k,x,p)``: the assignment k's SyncGroup carries (when k led).
 
 Ghost (history) state, for the proofs only: ``og(k)``, the generation whose SyncGroup gave k what it
 owns (``partitions_assigned``'s generation), and ``asgTo(g,p)`` / ``asgHas(g,p)``, the member the
@@ -81,6 +81,9 @@ JR, (JR_NONE, JR_OK, JR_UNK, JR_MIR, JR_OTH) = z3.EnumSort("JR", ["none", "ok", 
 SR, (SR_NONE, SR_OK, SR_RIP, SR_ILL, SR_UNK, SR_OTH) = z3.EnumSort("SR", ["none", "ok", "rebalance_in_progress",
                                                                           "illegal_generation",
                                                                           "unknown_member_id", "other_error"])
+CR, (CR_NONE, CR_OK, CR_RIP, CR_ILL, CR_UNK, CR_FENCED) = z3.EnumSort("CR", ["none", "ok", "rebalance_in_progress",
+                                                                          "illegal_generation", "unknown_member_id",
+                                                                          "fenced_instance_id"])
 NO_GEN = -1
 
 
@@ -153,7 +156,7 @@ def _fields(s: Sorts) -> dict[str, tuple[Any, ...]]:
         "inG": (K, B), "pend": (K, B), "stored": (K, P, B), "claim": (K, P, B), "claimGen": (K, INT),
         "awJ": (K, B), "awS": (K, B), "lead": (K, B),
         # configuration of an incarnation (never changes)
-        "static": (K, B), "inst": (K, I), "coop": (K, B), "cs": (K, B),
+        "static": (K, B), "inst": (K, I), "coop": (K, B), "cs": (K, B), "ac": (K, B),
         # consumer
         "used": (K, B), "alive": (K, B), "cst": (K, CSt), "fut": (K, Fut), "cgen": (K, INT), "hasId": (K, B),
         "np": (K, B), "jres": (K, P, B), "owns": (K, P, B),
@@ -163,13 +166,17 @@ def _fields(s: Sorts) -> dict[str, tuple[Any, ...]]:
         "sreq": (K, B), "sqGen": (K, INT), "sqLead": (K, B),
         "srsp": (K, SR), "rasg": (K, P, B), "rsGen": (K, INT),
         "lreq": (K, B), "jFirst": (K, B),
+        "creq": (K, B), "cqGen": (K, INT), "crsp": (K, CR),
         "sqAsg": (K, K, P, B),
         # ghost
         "og": (K, INT), "asgTo": (INT, P, K), "asgHas": (INT, P, B),
+        "hasAdd": (INT, P, B),  # generation g's assignment added p to asgTo(g,p), which did not claim it
+        "rej": (K, INT),  # the last generation the coordinator rejected for k (ILLEGAL_GENERATION), or -1
+        "badCommit": (B,),  # an OffsetCommit was accepted from a consumer not in the current generation
     }
 
 
-CONFIG_FIELDS = ("static", "inst", "coop", "cs")
+CONFIG_FIELDS = ("static", "inst", "coop", "cs", "ac")
 
 
 class State:
@@ -320,6 +327,8 @@ def poll_complete_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozense
             "awS": moved(s.awS), "stored": moved2(s.stored), "claim": moved2(s.claim),
             "claimGen": lambda x: z3.If(z3.And(abandon, x == c), s.claimGen(k), s.claimGen(x)),
             "static": lambda x: z3.If(z3.And(abandon, x == c), f, s.static(x)),
+            "cs": lambda x: z3.If(z3.And(abandon, x == c), s.cs(k), s.cs(x)),
+            "coop": lambda x: z3.If(z3.And(abandon, x == c), s.coop(k), s.coop(x)),
             "asgTo": lambda g, p: z3.If(z3.And(abandon, g == s.ggen, s.asgTo(g, p) == k), c, s.asgTo(g, p)),
         }))
 
@@ -345,9 +354,13 @@ def poll_send_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[st
         return z3.If(s.np(k), keep, s.owns(k, p))
 
     other_meta = z3.Function(f"metadata_owned{t.tag}", u.P, B)  # e.g. the sticky assignor's memory
+    # onJoinPrepare's auto-commit of what is owned, sent only while STABLE (_commit_owned)
+    commit = z3.And(s.np(k), s.ac(k), s.cst(k) == C_STABLE, u.exists([u.P], lambda p: s.owns(k, p)))
     return z3.And(
-        s.alive(k), s.fut(k) == F_NONE, z3.Not(s.jreq(k)),
+        s.alive(k), s.fut(k) == F_NONE, z3.Not(s.jreq(k)), z3.Implies(commit, z3.Not(s.creq(k))),
         frame(s, t, {
+            "creq": at(k, z3.Or(s.creq(k), commit), s.creq),
+            "cqGen": at(k, z3.If(commit, s.cgen(k), s.cqGen(k)), s.cqGen),
             "owns": at2(k, owned_after, s.owns),
             "np": at(k, z3.BoolVal(False), s.np),
             "jreq": at(k, z3.BoolVal(True), s.jreq), "jFirst": at(k, z3.BoolVal(False), s.jFirst),
@@ -377,8 +390,11 @@ def heartbeat_poll_timeout(s: State, t: State, k: Z, c: Z, n: Any, mutants: froz
         "a Heartbeat is answered ILLEGAL_GENERATION (the member's generation is not the group's): reset "
         "the generation, keep the member id (KAFKA-13419)")
 def heartbeat_illegal_generation(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
-    return z3.And(s.alive(k), s.cgen(k) != s.ggen, s.cgen(k) != NO_GEN,
-                  frame(s, t, _reset(s, k, z3.BoolVal(True))))
+    # FIFO: the answer was produced when the group had moved past the consumer's generation, so a
+    # JoinGroup answer still ahead of it in the queue carries a later generation.
+    fifo = z3.Implies(s.jrsp(k) == JR_OK, s.rGen(k) > s.cgen(k))
+    return z3.And(s.alive(k), s.cgen(k) != s.ggen, s.cgen(k) != NO_GEN, fifo,
+                  frame(s, t, {**_reset(s, k, z3.BoolVal(True)), "rej": at(k, s.cgen(k), s.rej)}))
 
 
 @action("heartbeat-unknown-member", "consumer",
@@ -402,7 +418,7 @@ def receive_join_ok(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[s
     leads = z3.And(z3.Not(left), s.rLead(k))
     common = {"jrsp": at(k, JR_NONE, s.jrsp)}
     return z3.And(
-        s.alive(k), s.jrsp(k) == JR_OK, s.fut(k) == F_JOIN,
+        s.alive(k), s.jrsp(k) == JR_OK, s.fut(k) == F_JOIN, s.crsp(k) == CR_NONE,
         z3.If(left,
               frame(s, t, {**common, "fut": at(k, F_FAIL, s.fut)}),
               frame(s, t, {**common,
@@ -423,7 +439,7 @@ def receive_join_error(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozense
     unk = z3.And(e == JR_UNK, z3.Bool(f"generation_unchanged{t.tag}"))  # else the reset already happened
     mir = e == JR_MIR
     return z3.And(
-        s.alive(k), z3.Or(e == JR_UNK, mir, e == JR_OTH), s.fut(k) == F_JOIN,
+        s.alive(k), z3.Or(e == JR_UNK, mir, e == JR_OTH), s.fut(k) == F_JOIN, s.crsp(k) == CR_NONE,
         frame(s, t, {
             "jrsp": at(k, JR_NONE, s.jrsp), "fut": at(k, F_FAIL, s.fut),
             "cst": at(k, z3.If(unk, UNJOINED, s.cst(k)), s.cst),
@@ -461,21 +477,12 @@ def receive_sync_error(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozense
         s.alive(k), z3.Or(e == SR_RIP, ill, unk, e == SR_OTH), s.fut(k) == F_SYNC,
         frame(s, t, {
             "srsp": at(k, SR_NONE, s.srsp), "fut": at(k, F_FAIL, s.fut),
+            "rej": at(k, z3.If(z3.And(ill, s.cgen(k) != NO_GEN), s.cgen(k), s.rej(k)), s.rej),
             "cst": at(k, z3.If(resets, UNJOINED, s.cst(k)), s.cst),
             "cgen": at(k, z3.If(resets, z3.IntVal(NO_GEN), s.cgen(k)), s.cgen),
             "hasId": at(k, z3.If(z3.And(resets, unk), z3.BoolVal(False), s.hasId(k)), s.hasId),
             "np": at(k, z3.Or(resets, s.np(k)), s.np),
         }))
-
-
-@action("receive-stale-answer", "consumer",
-        "a JoinGroup / SyncGroup answer for a chain the member has abandoned is ignored")
-def receive_stale_answer(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
-    stale_join = z3.And(s.jrsp(k) != JR_NONE, s.fut(k) != F_JOIN)
-    stale_sync = z3.And(s.srsp(k) != SR_NONE, s.fut(k) != F_SYNC)
-    return z3.And(s.alive(k), z3.Or(stale_join, stale_sync),
-                  frame(s, t, {"jrsp": at(k, z3.If(stale_join, JR_NONE, s.jrsp(k)), s.jrsp),
-                               "srsp": at(k, z3.If(stale_join, s.srsp(k), SR_NONE), s.srsp)}))
 
 
 # ---- faults -------------------------------------------------------------------------------------
@@ -491,7 +498,7 @@ def start(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
             "hasId": at(k, z3.BoolVal(False), s.hasId), "np": at(k, z3.BoolVal(True), s.np),
             "owns": at2(k, lambda p: z3.BoolVal(False), s.owns),
             "jres": at2(k, lambda p: z3.BoolVal(False), s.jres),
-            "og": at(k, z3.IntVal(NO_GEN), s.og),
+            "og": at(k, z3.IntVal(NO_GEN), s.og), "rej": at(k, z3.IntVal(NO_GEN), s.rej),
         }))
 
 
@@ -504,8 +511,8 @@ def crash(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
         s.alive(k),
         frame(s, t, {
             "alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns),
-            "jreq": at(k, f, s.jreq), "sreq": at(k, f, s.sreq), "lreq": at(k, f, s.lreq),
-            "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp),
+            "jreq": at(k, f, s.jreq), "sreq": at(k, f, s.sreq), "lreq": at(k, f, s.lreq), "creq": at(k, f, s.creq),
+            "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp), "crsp": at(k, CR_NONE, s.crsp),
         }))
 
 
@@ -514,10 +521,15 @@ def crash(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
         "group, and the process ends; its queued requests still go out (member.close)")
 def close(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     f = z3.BoolVal(False)
+    u = s.sorts
     leave = z3.And(s.cst(k) != UNJOINED, s.hasId(k), z3.Not(s.static(k)))
+    commit = z3.And(s.ac(k), s.cst(k) == C_STABLE, u.exists([u.P], lambda p: s.owns(k, p)))
     return z3.And(
-        s.alive(k),
+        s.alive(k), z3.Implies(commit, z3.Not(s.creq(k))),
         frame(s, t, {
+            "creq": at(k, z3.Or(s.creq(k), commit), s.creq),
+            "cqGen": at(k, z3.If(commit, s.cgen(k), s.cqGen(k)), s.cqGen),
+            "crsp": at(k, CR_NONE, s.crsp),
             "alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns),
             "lreq": at(k, z3.Or(s.lreq(k), leave), s.lreq),
             "jFirst": at(k, z3.If(z3.And(leave, z3.Not(s.lreq(k))), s.jreq(k), s.jFirst(k)), s.jFirst),
@@ -534,18 +546,19 @@ def die(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     return z3.And(
         s.alive(k),
         frame(s, t, {"alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns), "fut": at(k, F_NONE, s.fut),
-                     "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp), "cst": at(k, UNJOINED, s.cst)}))
+                     "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp), "crsp": at(k, CR_NONE, s.crsp),
+                     "cst": at(k, UNJOINED, s.cst)}))
 
 
 # ---- coordinator: requests ------------------------------------------------------------------------
 
 def join_deliverable(s: State, k: Z) -> Z:
     """k's JoinGroup is the oldest request of its connection (per-connection FIFO)."""
-    return z3.And(s.jreq(k), z3.Not(s.sreq(k)), z3.Or(z3.Not(s.lreq(k)), s.jFirst(k)))
+    return z3.And(s.jreq(k), z3.Not(s.sreq(k)), z3.Not(s.creq(k)), z3.Or(z3.Not(s.lreq(k)), s.jFirst(k)))
 
 
 def leave_deliverable(s: State, k: Z) -> Z:
-    return z3.And(s.lreq(k), z3.Not(s.sreq(k)), z3.Not(z3.And(s.jreq(k), s.jFirst(k))))
+    return z3.And(s.lreq(k), z3.Not(s.sreq(k)), z3.Not(s.creq(k)), z3.Not(z3.And(s.jreq(k), s.jFirst(k))))
 
 
 def _to_prepare(s: State, ch: dict[str, Any]) -> dict[str, Any]:
@@ -631,7 +644,8 @@ def co_join_rejected(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[
         "PreparingRebalance parks it (KIP-345; update_static_member_then_rebalance_or_complete_join)")
 def co_static_replace(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     old = c  # the incarnation holding the instance id
-    keep_gen = z3.Bool(f"same_protocol{t.tag}")  # the selected protocol would not change
+    # the selected protocol would not change (so the new incarnation supports it)
+    keep_gen = z3.And(z3.Bool(f"same_protocol{t.tag}"), z3.Implies(s.gcoop, s.cs(k)))
     no_rebalance = z3.And(s.gst == STABLE, keep_gen, z3.BoolVal("static-rejoin-rebalances" not in mutants))
 
     def moved(fn: Callable[..., Z], value_k: Z) -> Callable[[Z], Z]:
@@ -683,7 +697,7 @@ def co_sync(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> 
     leader_facts = z3.And(
         u.forall([u.K, u.P], lambda x, p: z3.Implies(stored_new(x, p), z3.And(has(p), pick(p) == x))),
         u.forall([u.P], lambda p: z3.Implies(has(p), stored_new(pick(p), p))),
-        assignor_facts(s, stored_new))
+        assignor_facts(s, stored_new, mutants))
     parked = lambda x: z3.Or(x == k, s.awS(x))  # noqa: E731
     leader_ch = {**base, "gst": STABLE, "stored": stored_new,
                  "awS": lambda x: f,
@@ -691,7 +705,9 @@ def co_sync(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> 
                  "rasg": lambda x, p: z3.If(parked(x), stored_new(x, p), s.rasg(x, p)),
                  "rsGen": lambda x: z3.If(parked(x), s.ggen, s.rsGen(x)),
                  "asgTo": lambda g, p: z3.If(g == s.ggen, pick(p), s.asgTo(g, p)),
-                 "asgHas": lambda g, p: z3.If(g == s.ggen, has(p), s.asgHas(g, p))}
+                 "asgHas": lambda g, p: z3.If(g == s.ggen, has(p), s.asgHas(g, p)),
+                 "hasAdd": lambda g, p: z3.If(g == s.ggen, z3.And(s.gcoop, has(p), z3.Not(s.claim(pick(p), p))),
+                                              s.hasAdd(g, p))}
     park_ch = {**base, "awS": at(k, z3.BoolVal(True), s.awS)}
     stable_ch = {**base, "srsp": at(k, SR_OK, s.srsp), "rasg": at2(k, lambda p: s.stored(k, p), s.rasg),
                  "rsGen": at(k, s.ggen, s.rsGen)}
@@ -706,7 +722,7 @@ def co_sync(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> 
                     z3.If(z3.And(valid, s.gst == STABLE), frame(s, t, stable_ch), frame(s, t, error_ch)))))
 
 
-def assignor_facts(s: State, assigned: Callable[[Z, Z], Z]) -> Z:
+def assignor_facts(s: State, assigned: Callable[[Z, Z], Z], mutants: frozenset[str] = frozenset()) -> Z:
     """What the proofs of the assignors establish about the leader's assignment, relative to the
     member list (the coordinator's metadata): one owner per partition (sticky-claims-single-owner and
     the exact covers of range / roundrobin), and, when cooperative-sticky is the group's protocol, no
@@ -716,7 +732,12 @@ def assignor_facts(s: State, assigned: Callable[[Z, Z], Z]) -> Z:
     withhold = u.forall([u.K, u.K, u.P], lambda a, b, p: z3.Implies(
         z3.And(s.gcoop, a != b, s.inG(b), assigned(a, p), z3.Not(s.claim(a, p))),
         z3.Not(z3.And(s.claim(b, p), z3.Not(assigned(b, p))))))
-    return z3.And(single, withhold)
+    facts = []
+    if "double-claim-both-keep" not in mutants:  # the mutant keeps a doubly claimed partition twice
+        facts.append(single)
+    if "coop-no-withhold" not in mutants:  # the mutant hands moving partitions over at once
+        facts.append(withhold)
+    return z3.And(facts) if facts else z3.BoolVal(True)
 
 
 @action("coordinator-leave", "coordinator",
@@ -738,6 +759,44 @@ def _removal(s: State, k: Z) -> dict[str, Any]:
     return {"inG": at(k, f, s.inG), "awJ": at(k, f, s.awJ), "awS": at(k, f, s.awS), "lead": at(k, f, s.lead),
             "stored": at2(k, lambda p: f, s.stored),
             "jrsp": at(k, z3.If(s.awJ(k), JR_UNK, s.jrsp(k)), s.jrsp)}
+
+
+@action("coordinator-offset-commit", "coordinator",
+        "OffsetCommit (the consumer's auto-commit before a rebalance or on close, with the member id and "
+        "generation it had when it sent it): not a member -> UNKNOWN_MEMBER_ID (FENCED_INSTANCE_ID for a "
+        "replaced static member); a generation other than the group's -> ILLEGAL_GENERATION (skipped by the "
+        "commit-old-generation mutant); CompletingRebalance -> REBALANCE_IN_PROGRESS; else accepted "
+        "(coordinator_validation.validate_offset_commit)")
+def co_offset_commit(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
+    member = z3.And(s.inG(k), s.gst != EMPTY)
+    generation_ok = z3.Or(s.cqGen(k) == s.ggen, z3.BoolVal("commit-old-generation" in mutants))
+    accepted = z3.And(member, generation_ok, s.gst != COMPL)
+    fenced = z3.Bool(f"commit_fenced_instance{t.tag}")
+    answer = z3.If(accepted, CR_OK,
+                   z3.If(z3.Not(member), z3.If(z3.And(fenced, s.static(k)), CR_FENCED, CR_UNK),
+                         z3.If(z3.Not(generation_ok), CR_ILL, CR_RIP)))
+    return z3.And(s.creq(k), z3.Not(s.sreq(k)),
+                  frame(s, t, {"creq": at(k, z3.BoolVal(False), s.creq),
+                               "crsp": at(k, z3.If(s.alive(k), answer, CR_NONE), s.crsp),
+                               "badCommit": z3.Or(s.badCommit, z3.And(accepted, s.cqGen(k) != s.ggen))}))
+
+
+@action("receive-commit-answer", "consumer",
+        "an OffsetCommit answer: UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION reset the consumer like a heartbeat "
+        "error (unless it is already joining a newer generation); FENCED_INSTANCE_ID makes the next poll() "
+        "throw; REBALANCE_IN_PROGRESS asks for a rejoin (member._on_offset_commit_response)")
+def receive_commit_answer(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
+    e = s.crsp(k)
+    still_current = z3.Bool(f"commit_generation_current{t.tag}")  # generation == sent, or not PREPARING
+    resets = z3.And(z3.Or(e == CR_UNK, e == CR_ILL), still_current)
+    keep_id = e == CR_ILL
+    return z3.And(
+        s.alive(k), e != CR_NONE,
+        frame(s, t, {"crsp": at(k, CR_NONE, s.crsp),
+                     "cst": at(k, z3.If(resets, UNJOINED, s.cst(k)), s.cst),
+                     "cgen": at(k, z3.If(resets, z3.IntVal(NO_GEN), s.cgen(k)), s.cgen),
+                     "hasId": at(k, z3.And(s.hasId(k), z3.Or(z3.Not(resets), keep_id)), s.hasId),
+                     "np": at(k, z3.Or(s.np(k), resets), s.np)}))
 
 
 # ---- coordinator: timers and phase changes ------------------------------------------------------------
@@ -797,6 +856,7 @@ def co_complete_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[
         "rLead": lambda x: z3.If(parked(x), x == new_leader, s.rLead(x)),
         # ghost: the new generation (and the one after) have no assignment yet
         "asgHas": lambda g, p: z3.If(z3.Or(g == gen, g == gen + 1), f, s.asgHas(g, p)),
+        "hasAdd": lambda g, p: z3.If(z3.Or(g == gen, g == gen + 1), f, s.hasAdd(g, p)),
     }
     leader_ok = z3.And(s.inG(new_leader), s.awJ(new_leader),
                        z3.Implies(u.exists([u.K], lambda x: z3.And(s.lead(x), s.inG(x), s.awJ(x))),
@@ -824,12 +884,15 @@ def initial(s: State) -> Z:
     u = s.sorts
     f = z3.BoolVal(False)
     return z3.And(
-        s.gst == EMPTY, s.ggen == 0, z3.Not(s.gcoop),
+        s.gst == EMPTY, s.ggen == 0, z3.Not(s.gcoop), z3.Not(s.badCommit),
         u.forall([u.K], lambda x: z3.And(
+            z3.Implies(s.coop(x), s.cs(x)),  # a cooperative consumer's assignors are all cooperative-sticky
             z3.Not(s.used(x)), z3.Not(s.alive(x)), z3.Not(s.inG(x)), z3.Not(s.pend(x)), z3.Not(s.awJ(x)),
             z3.Not(s.awS(x)), z3.Not(s.lead(x)), z3.Not(s.jreq(x)), z3.Not(s.sreq(x)), z3.Not(s.lreq(x)),
+            z3.Not(s.creq(x)), s.crsp(x) == CR_NONE,
             s.jrsp(x) == JR_NONE, s.srsp(x) == SR_NONE, s.fut(x) == F_NONE, s.cst(x) == UNJOINED,
-            s.cgen(x) == NO_GEN, z3.Not(s.hasId(x)), s.og(x) == NO_GEN, s.claimGen(x) == NO_GEN)),
+            s.cgen(x) == NO_GEN, z3.Not(s.hasId(x)), s.og(x) == NO_GEN, s.claimGen(x) == NO_GEN,
+            s.rej(x) == NO_GEN)),
         u.forall([u.K, u.P], lambda x, p: z3.And(
             z3.Not(s.owns(x, p)), z3.Not(s.stored(x, p)), z3.Not(s.claim(x, p)), z3.Not(s.jres(x, p)),
             z3.Not(s.rqClaim(x, p)), z3.Not(s.rasg(x, p)))),
@@ -840,10 +903,10 @@ def initial(s: State) -> Z:
 def _no_assignment_yet(s: State) -> Z:
     u = s.sorts
     if u.finite_:
-        return u.forall([INT, u.P], lambda g, p: z3.Not(s.asgHas(g, p)))
+        return u.forall([INT, u.P], lambda g, p: z3.And(z3.Not(s.asgHas(g, p)), z3.Not(s.hasAdd(g, p))))
     g = z3.Int("g_init")
     p = z3.Const("p_init", u.P)
-    return z3.ForAll([g, p], z3.Not(s.asgHas(g, p)))
+    return z3.ForAll([g, p], z3.And(z3.Not(s.asgHas(g, p)), z3.Not(s.hasAdd(g, p))))
 
 
 def action_by_name(name: str) -> Action:

@@ -135,7 +135,8 @@ def explained(problem: AssignmentProblem, result: GroupAssignment, invariant: st
         return (_general_path(problem) and _stale(problem, sub)
                 and all(tp in sub.owned and tp.topic not in sub.topics for tp in finding.partitions))
     if invariant in (BALANCED, COMPLETE, STICKY):
-        # consequences of a member holding partitions outside its subscription (the two cases above)
+        # consequences of a member holding partitions outside its subscription (the two cases above);
+        # test_known_kafka_break_stale_previous_owner_can_unbalance pins one
         return any(explained(problem, result, SUBSCRIBED_ONLY, f)
                    for f in subscribed_only(problem, result, "sticky").findings)
     if invariant == REVOKE_BEFORE_ASSIGN:
@@ -248,6 +249,21 @@ def test_known_kafka_break_stale_previous_owner_outside_its_subscription() -> No
     assert _failing("sticky", problem)[SUBSCRIBED_ONLY] == [
         "b is assigned partition(s) of topic(s) it does not subscribe to: t0"]
     assert unexplained("sticky", problem, assign("sticky", problem.partitions_per_topic, problem.subscriptions)) == []
+
+
+def test_known_kafka_break_stale_previous_owner_can_unbalance() -> None:
+    # m2 (generation 7) left t1 but still claims t1-0 and t1-2; t1-0 is sent back to it, and the result
+    # is unbalanced as well. Without the stale t1 claims the same round is balanced. (m0 lists t2-0
+    # twice: the hypothesis search found it so, and the tie is part of what reaches this outcome.)
+    others = (Subscription("m0", ("t2", "t3", "t1", "t0"),
+                           _tps("t2-1", "t2-4", "t2-5", "t3-0", "t2-3", "t2-0", "t2-0"), 8, "i-m0"),
+              Subscription("m1", ("gone", "t2", "t3", "t0", "t1"), _tps("t1-1"), 9))
+    topics = {"t0": 0, "t1": 3, "t2": 6, "t3": 1}
+    stale = _round(topics, Subscription("m2", ("gone", "t3"), _tps("t1-0", "t1-2", "t2-0"), 7, "i-m2"), *others)
+    assert set(_failing("sticky", stale)) == {SUBSCRIBED_ONLY, BALANCED}
+    assert unexplained("sticky", stale, assign("sticky", topics, stale.subscriptions)) == []
+    clean = _round(topics, Subscription("m2", ("gone", "t3"), _tps("t2-0"), 7, "i-m2"), *others)
+    assert _failing("sticky", clean) == {}
 
 
 def test_known_kafka_break_null_pointer_on_a_fixed_previous_owner() -> None:

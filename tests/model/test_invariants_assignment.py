@@ -210,6 +210,19 @@ def test_sticky_counts_the_members_kept_at_max_quota() -> None:
     assert not v.held and "maxQuota=3" in v.findings[-1].message
 
 
+def test_sticky_counts_a_partition_kept_by_its_newest_claimer_despite_an_older_tie() -> None:
+    # m2 (generation 8) lists t-0 twice: a tie, so no claim of t-0 is valid in every Kafka order. But m1
+    # claims it with generation 10, and when Kafka meets m1 first it lets m1 keep t-0 (then m1 keeps
+    # maxQuota = 2 of t-0, t-1, t-2): that must not count as m1 losing its quota.
+    p = problem({"t": 6}, Subscription("m1", ("t",), tps("t-0", "t-1", "t-2"), 10),
+                Subscription("m2", ("t",), (tp("t-0"), tp("t-0")), 8),
+                member("a", "t"), member("b", "t"))  # 6 partitions over 4 members: minQuota 1, 2 at maxQuota 2
+    claims = valid_claims(p.partitions_per_topic, p.subscriptions)
+    assert tp("t-0") not in claims.owner and claims.tied == {"m1": frozenset(tps("t-0"))}
+    assert sticky(p, result(m1="t-0 t-1", m2="t-2 t-3", a="t-4", b="t-5"), "sticky").held
+    assert not sticky(p, result(m1="t-3", m2="t-0 t-4", a="t-1 t-5", b="t-2"), "sticky").held
+
+
 def test_sticky_ignores_claims_of_topics_no_longer_subscribed() -> None:
     p = problem({"t": 2, "u": 2}, member("a", "t", "u-0 u-1", 1), member("b", "t", "", 1))
     assert sticky(p, result(a="t-0", b="t-1"), "sticky").held

@@ -17,6 +17,7 @@ from model.stickiness import (
     oracle_problem,
     quota_optimum,
     solve,
+    solve_flow,
     stickiness,
     stickiness_gap,
 )
@@ -153,8 +154,9 @@ def test_flow_optimum_equals_brute_force(round_: tuple[dict[str, int], list[Subs
                                                       dict[str, list[TopicPartition]]]) -> None:
     topics, subs, assignment = round_
     problem = oracle_problem(topics, subs, assignment)
-    optimum = solve(problem)
+    optimum = solve_flow(problem)
     assert optimum == brute_force(topics, subs, problem)
+    assert solve(problem) == optimum
     if isinstance(problem.constraint, Quota):
         assert optimum == quota_optimum(problem)
     assert 0 <= problem.achieved_kept <= optimum  # the achieved assignment is one of the candidates

@@ -263,6 +263,16 @@ def test_java_confirms_the_kafka_bugs_and_the_deviation(java_classpath):
     assert dict(out.assignment) == {"A": (tp("t0", 0),), "B": (tp("t0", 1),)}
 
 
+def test_java_cooperative_lets_a_stale_claimer_keep_what_it_claims(java_classpath):
+    """computePartitionsTransferringOwnership uses the claims as sent: B's stale t0-0 is not withheld."""
+    problem = Problem({"t0": 4}, (sub("A", ["t0"], [tp("t0", i) for i in range(4)], 2),
+                                  sub("B", ["t0", "tx"], [tp("t0", 0)], 1)))
+    java = run_java(java_classpath, "coop", {"stale": problem})["stale"]
+    assert java["assign"] == {"A": [tp("t0", 2), tp("t0", 3)], "B": [tp("t0", 0)]}
+    model = cooperative_sticky.assign(problem.partitions_per_topic, problem.subscriptions)
+    assert {m: list(t) for m, t in model.assignment.items()} == java["assign"]
+
+
 def test_kafka_test_names_iterate_in_reverse_in_javas_hash_map(java_classpath):
     """Why test_sticky_kafka's maxQuota case differs from Kafka's expectation: consumer1..3 iterate 3, 2, 1."""
     topics = ["topic1", "topic2"]

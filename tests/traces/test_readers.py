@@ -136,7 +136,10 @@ def test_broker_log_kip848() -> None:
     assert [(e["member_id"], e["reason"]) for e in fenced] == [("Q2x4uP1TRYyV9ZzAbCdEfg", "session-timeout"),
                                                               ("u5fSLkCRTIWc6JSqcyJ8Xw", "left")]
     # The coordinator never gave a partition to a member while another still held it.
-    assert findings(run(SAMPLES / "broker" / "server-kip848-4.1.log")) == []
+    report = run(SAMPLES / "broker" / "server-kip848-4.1.log")
+    assert findings(report) == [] and report["opportunities"]["single-owner"] == 5
+    [converges] = [u for u in report["unchecked"] if u["invariant"] == "converges"]
+    assert converges["partial"] and "KIP-848" in converges["reason"]
 
 
 def test_broker_log_line_that_starts_like_a_coordinator_message_but_does_not_parse(tmp_path: Path) -> None:

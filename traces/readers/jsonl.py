@@ -90,7 +90,11 @@ def event_timestamp(obj: dict[str, Any], naive_offset_ms: int | None = None) -> 
 
 
 def read(source: Source, stats: InputStats) -> Iterator[Located]:
-    """The events of one JSON Lines file, in file order, bad lines counted in ``stats``."""
+    """The events of one JSON Lines file, in file order, bad lines counted in ``stats``.
+
+    One line at a time: each event reaches the checker while it is still in the CPU's cache
+    (reading ahead in batches measured slower).
+    """
     names = EVENT_NAMES
     src = source.index
     n = 0

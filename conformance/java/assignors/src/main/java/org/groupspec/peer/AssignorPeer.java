@@ -26,6 +26,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -46,13 +48,20 @@ import java.util.TreeMap;
  * <p><b>Protocol.</b> On start the peer writes one line {@code {"ready": true, "kafka_clients": ..., "java": ...}}.
  * Then each line on stdin is one assignment problem in the {@code groupspec assign} format
  * ({@code strategy}, {@code topics}, {@code members}; docs/assign.md), optionally with
- * {@code "repeat": n} (run the assignor n times, each on a new instance, to time it warm). Each
- * answer is one line:
+ * {@code "repeat": n} (run the assignor n times, each on a new instance, to time it warm) and
+ * {@code "gc": true} (collect garbage before each timed run, so that the assignor is not charged
+ * for the request's parsing garbage). Each answer is one line:
  * <pre>
- *   {"assignment": {member: [{"topic", "partition"}...]}, "transferring": [...], "millis": m,
- *    "runs": [m1, ...], "builder": "constrained" | "general" | null,
+ *   {"assignment": {member: [{"topic", "partition"}...]}, "transferring": [...],
+ *    "millis": m, "cpu_millis": c, "process_cpu_millis": p, "prepare_millis": q, "runs": [m1, ...],
+ *    "builder": "constrained" | "general" | null,
  *    "transferring_source": "partitionsTransferringOwnership" | "derived" | null, "notes": [...]}
  * </pre>
+ * {@code millis} is the wall time of {@code assign(Cluster, GroupSubscription)} in the fastest run,
+ * {@code cpu_millis} the CPU time of the calling thread in that run (garbage collection and JIT
+ * compilation run on other threads), {@code process_cpu_millis} the CPU time of the whole JVM in
+ * that run; {@code prepare_millis} is the time from reading the line to the first run (parsing,
+ * building the metadata and the subscriptions).
  * or {@code {"error": {"kind": "request" | "assignor", "exception": ..., "message": ..., "at": [...]}}}
  * when the line was malformed or the assignor threw (the peer then goes on with the next line).
  *
@@ -111,8 +120,9 @@ public final class AssignorPeer {
             if (line.isBlank())
                 continue;
             StringBuilder reply;
+            long received = System.nanoTime();
             try {
-                reply = answer(Json.parse(line));
+                reply = answer(Json.parse(line), received);
             } catch (Json.BadRequest e) {
                 reply = error("request", e, false);
             } catch (RuntimeException | StackOverflowError e) {
@@ -173,7 +183,7 @@ public final class AssignorPeer {
         }
     }
 
-    static StringBuilder answer(Object request) {
+    static StringBuilder answer(Object request, long received) {
         Map<String, Object> req = object(request, "the request");
         String strategy = string(req.get("strategy"), "strategy", false);
         newAssignor(strategy); // validates the name
@@ -182,13 +192,20 @@ public final class AssignorPeer {
         int repeat = 1;
         if (req.containsKey("repeat"))
             repeat = integer(req.get("repeat"), "repeat", 1, 1000);
+        boolean collectGarbage = Boolean.TRUE.equals(req.get("gc"));
+        request = null;
+        req = null; // the parsed JSON is garbage from here on
 
         Cluster cluster = cluster(partitionsPerTopic);
         List<ByteBuffer> wire = new ArrayList<>(members.size());
         for (Member m : members)
             wire.add(ConsumerProtocol.serializeSubscription(memberSubscription(strategy, m)));
 
+        double prepareMillis = (System.nanoTime() - received) / 1e6;
+
         List<Double> runs = new ArrayList<>(repeat);
+        List<Double> cpuRuns = new ArrayList<>(repeat);
+        List<Double> processCpuRuns = new ArrayList<>(repeat);
         GroupAssignment result = null;
         ConsumerPartitionAssignor assignor = null;
         Map<String, Subscription> leaderView = null;
@@ -196,12 +213,53 @@ public final class AssignorPeer {
             leaderView = leaderSubscriptions(members, wire);
             assignor = newAssignor(strategy);
             GroupSubscription groupSubscription = new GroupSubscription(leaderView);
+            if (collectGarbage)
+                System.gc(); // do not charge the assignor for collecting the request's garbage
+            long processCpu = processCpuNanos();
+            long cpu = THREADS.getCurrentThreadCpuTime();
             long start = System.nanoTime();
             result = assignor.assign(cluster, groupSubscription);
             long elapsed = System.nanoTime() - start;
+            cpuRuns.add((THREADS.getCurrentThreadCpuTime() - cpu) / 1e6);
+            processCpuRuns.add((processCpuNanos() - processCpu) / 1e6);
             runs.add(elapsed / 1e6);
         }
-        return reply(strategy, partitionsPerTopic, members, leaderView, assignor, result, runs);
+        return reply(strategy, partitionsPerTopic, members, leaderView, assignor, result,
+                new Timings(runs, cpuRuns, processCpuRuns, prepareMillis));
+    }
+
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+    /** CPU time of the whole JVM (all threads: the assignor, GC, JIT), or -1 where not available. */
+    private static long processCpuNanos() {
+        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean)
+            return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+        return -1;
+    }
+
+    /** Per run: wall, this thread's CPU, the JVM's CPU (ms); and the time to read and prepare the request. */
+    private static final class Timings {
+        final List<Double> wall;
+        final List<Double> cpu;
+        final List<Double> processCpu;
+        final double prepare;
+
+        Timings(List<Double> wall, List<Double> cpu, List<Double> processCpu, double prepare) {
+            this.wall = wall;
+            this.cpu = cpu;
+            this.processCpu = processCpu;
+            this.prepare = prepare;
+        }
+
+        /** The index of the run with the least wall time. */
+        int best() {
+            int best = 0;
+            for (int i = 1; i < wall.size(); i++)
+                if (wall.get(i) < wall.get(best))
+                    best = i;
+            return best;
+        }
     }
 
     static ConsumerPartitionAssignor newAssignor(String strategy) {
@@ -258,7 +316,7 @@ public final class AssignorPeer {
 
     private static StringBuilder reply(String strategy, Map<String, Integer> partitionsPerTopic, List<Member> members,
                                        Map<String, Subscription> leaderView, ConsumerPartitionAssignor assignor,
-                                       GroupAssignment result, List<Double> runs) {
+                                       GroupAssignment result, Timings timings) {
         Map<String, List<TopicPartition>> assignment = new TreeMap<>();
         for (Map.Entry<String, Assignment> e : result.groupAssignment().entrySet())
             assignment.put(e.getKey(), e.getValue().partitions());
@@ -301,15 +359,16 @@ public final class AssignorPeer {
         }
         sb.append("},\"transferring\":");
         partitionList(sb, sorted(transferring.partitions));
-        double best = Double.MAX_VALUE;
-        for (double r : runs)
-            best = Math.min(best, r);
-        sb.append(",\"millis\":").append(best);
+        int best = timings.best();
+        sb.append(",\"millis\":").append(timings.wall.get(best));
+        sb.append(",\"cpu_millis\":").append(timings.cpu.get(best));
+        sb.append(",\"process_cpu_millis\":").append(timings.processCpu.get(best));
+        sb.append(",\"prepare_millis\":").append(timings.prepare);
         sb.append(",\"runs\":[");
-        for (int i = 0; i < runs.size(); i++) {
+        for (int i = 0; i < timings.wall.size(); i++) {
             if (i > 0)
                 sb.append(',');
-            sb.append(runs.get(i));
+            sb.append(timings.wall.get(i));
         }
         sb.append("],\"builder\":");
         if (builder == null)

@@ -1,0 +1,225 @@
+"""The whole group (coordinator + members + network + clock): the behaviours Kafka's own tests pin
+down, run through scenarios and by hand."""
+
+from __future__ import annotations
+
+from model import coordinator as co
+from model import events as ev
+from model import system as sy
+from model.invariants.protocol import settled
+from model.messages import Errors, JoinGroupRequest, JoinGroupResponse
+from tests.model.test_system_support import drive, join, partitions, run_doc, scenario, tps
+
+RANGE = ["range"]
+COOP = ["cooperative-sticky"]
+
+
+def test_two_members_share_the_partitions_and_every_invariant_holds() -> None:
+    out = run_doc(scenario({"t": 6}, [join(0, "a", ["t"], RANGE), join(500, "b", ["t"], RANGE)], 30000))
+    assert out.failed() == []
+    assert out.owned("a") == tps("t-0", "t-1", "t-2") and out.owned("b") == tps("t-3", "t-4", "t-5")
+    assert settled(out.final)
+
+
+def test_a_new_dynamic_member_needs_two_join_groups_a_static_one_needs_one() -> None:
+    out = run_doc(scenario({"t": 2}, [join(0, "a", ["t"], RANGE), join(0, "s", ["t"], RANGE, "s-1")], 10000),
+                  keep_transitions=True)
+    def joins_before_joined(conn: str) -> list[object]:
+        answers = []
+        for before, action, _, _ in out.transitions:
+            if isinstance(action, sy.DeliverResponse) and action.conn == conn:
+                head = before.network.head_response(conn)
+                if isinstance(head, JoinGroupResponse):
+                    answers.append(head.error)
+        return answers
+    assert joins_before_joined("a#1")[:2] == [Errors.MEMBER_ID_REQUIRED, Errors.NONE]
+    assert joins_before_joined("s#1")[0] == Errors.NONE
+
+
+def test_static_member_restarting_in_stable_gets_its_partitions_back_with_no_rebalance() -> None:
+    steps = [join(0, "a", ["t"], RANGE, "a-1"), join(0, "b", ["t"], RANGE, "b-1"),
+             {"at": 20000, "do": "restart", "member": "b"}]
+    out = run_doc(scenario({"t": 4}, steps, 40000))
+    before = [e for e in out.named(ev.PARTITIONS_ASSIGNED, "b") if e["timestamp"] < 20000][-1]
+    after = out.named(ev.PARTITIONS_ASSIGNED, "b", since=20000)
+    assert len(after) == 1 and partitions(after[0]) == partitions(before)
+    assert out.named(ev.COORDINATOR_REBALANCE, since=20000) == []
+    assert after[0]["generation"] == before["generation"]
+    assert after[0]["member_id"] != before["member_id"]  # a new member id took over the entry
+    assert out.failed() == []
+
+
+def test_static_member_restarting_after_its_session_expired_rebalances() -> None:
+    steps = [join(0, "a", ["t"], RANGE, "a-1"), join(0, "b", ["t"], RANGE, "b-1"),
+             {"at": 20000, "do": "crash", "member": "b"}, {"at": 35000, "do": "restart", "member": "b"}]
+    out = run_doc(scenario({"t": 4}, steps, 60000))
+    removed = out.named(ev.COORDINATOR_MEMBER_REMOVED, since=20000)
+    assert [e["reason"] for e in removed] == ["session-timeout"] and removed[0]["timestamp"] == 28000  # last heartbeat 18 s
+    assert len(out.named(ev.COORDINATOR_REBALANCE, since=20000)) == 2  # b expires, b comes back
+    assert out.failed() == []
+
+
+def test_static_rejoin_during_completing_rebalance_rebalances_kafka_9801() -> None:
+    config = sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=0),
+                             session_timeout_ms=10000, heartbeat_interval_ms=3000)
+    state = sy.initial_state(config, [("t", 4)])
+    state, _ = sy.step(state, sy.MemberStarts("a", ("t",), ("range",), "a-1"), config)  # type: ignore[misc]
+    state, _ = sy.step(state, sy.MemberStarts("b", ("t",), ("range",), "b-1"), config)  # type: ignore[misc]
+    state, _ = drive(state, config, stop=lambda s: s.now > 0 and settled(s))
+    assert {m.name for m in sy.running(state)} == {"a", "b"} and state.group.state is co.STABLE
+    # A third member joins: the group rebalances; stop as soon as it is CompletingRebalance.
+    state, _ = sy.step(state, sy.MemberStarts("c", ("t",), ("range",)), config)  # type: ignore[misc]
+    state, _ = drive(state, config, stop=lambda s: s.group.state is co.COMPLETING_REBALANCE)
+    generation = state.group.generation
+    # b restarts and its JoinGroup (member id "", instance id b-1) arrives before the leader's SyncGroup.
+    state, _ = sy.step(state, sy.MemberRestarts("b"), config)  # type: ignore[misc]
+    state, _ = sy.step(state, sy.MemberPolls("b"), config)  # type: ignore[misc]
+    state, events = sy.step(state, sy.DeliverRequest("b#2"), config)  # type: ignore[misc]
+    names = [e["name"] for e in events]
+    assert names == [ev.COORDINATOR_MEMBER_REMOVED, ev.COORDINATOR_REBALANCE]
+    assert events[0]["reason"] == "fenced" and events[1]["generation"] == generation
+    assert "static member" in events[1]["reason"]
+    state, _ = drive(state, config, stop=lambda s: s.now > 3000 and settled(s))
+    assert state.group.generation == generation + 1
+
+
+def test_the_leaders_join_group_in_stable_rebalances() -> None:
+    config = sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=0))
+    state = sy.initial_state(config, [("t", 4)])
+    state, _ = sy.step(state, sy.MemberStarts("a", ("t",), ("range",)), config)  # type: ignore[misc]
+    state, _ = drive(state, config, until=0)
+    assert state.group.state is co.STABLE and state.group.generation == 1
+    state, _ = sy.step(state, sy.PartitionsAdded("t", 6), config)  # type: ignore[misc]
+    leader = sy.running_member(state, "a")
+    assert leader is not None and leader.is_leader
+    state, events = drive(state, config, until=0)
+    rebalance = [e for e in events if e["name"] == ev.COORDINATOR_REBALANCE]
+    assert len(rebalance) == 1 and rebalance[0]["reason"].startswith("Leader a-")
+    assert state.group.generation == 2
+    owner = sy.running_member(state, "a")
+    assert owner is not None and len(owner.owned) == 6
+
+
+def test_a_member_that_never_syncs_is_removed_at_the_sync_deadline() -> None:
+    # b's JoinGroup is parked, then b stalls: the answer waits unread (its heartbeat thread is off
+    # before a JoinGroup answer), so b never sends SyncGroup. The rebalance timeout (10 s) is below
+    # the session timeout (30 s): the pending-sync timer (KAFKA-12890) removes it first.
+    steps = [join(0, "a", ["t"], RANGE), join(1000, "b", ["t"], RANGE),
+             {"at": 2000, "do": "stall", "member": "b", "for_ms": 20000}]
+    out = run_doc(scenario({"t": 4}, steps, 40000, session_timeout_ms=30000, max_poll_interval_ms=10000))
+    removed = out.named(ev.COORDINATOR_MEMBER_REMOVED)
+    assert [(e["reason"], e["timestamp"]) for e in removed][:1] == [("sync-timeout", 13000)]
+    assert removed[0]["member_id"].startswith("b-")
+
+
+def test_a_stalled_member_past_max_poll_interval_leaves_and_its_partitions_are_lost() -> None:
+    steps = [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE),
+             {"at": 10000, "do": "stall", "member": "b", "for_ms": 40000}]
+    out = run_doc(scenario({"t": 4}, steps, 80000))
+    left = out.named(ev.COORDINATOR_MEMBER_REMOVED, since=10000)
+    assert left[0]["reason"] == "left" and left[0]["timestamp"] == 40000  # 10 s + max.poll.interval 30 s
+    lost = out.named(ev.PARTITIONS_LOST, "b")
+    assert len(lost) == 1 and lost[0]["timestamp"] == 50000  # reported when the application polls again
+    assert partitions(lost[0]) == tps("t-2", "t-3")
+    # a owned everything while b was out; b got its share back after rejoining
+    assert out.owned("b") == tps("t-2", "t-3") and out.owned("a") == tps("t-0", "t-1")
+    assert [v.invariant for v in out.monitor.violations] == ["zombie-overlap", "zombie-overlap"]
+    assert out.failed() == []
+
+
+def test_a_crashed_member_is_expired_after_the_session_timeout() -> None:
+    steps = [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE), {"at": 5000, "do": "crash", "member": "b"}]
+    out = run_doc(scenario({"t": 4}, steps, 30000))
+    (removed,) = out.named(ev.COORDINATOR_MEMBER_REMOVED)
+    assert removed["reason"] == "session-timeout"
+    assert out.owned("a") == tps("t-0", "t-1", "t-2", "t-3")
+    crash = out.named(ev.SHUTDOWN_COMPLETE, "b")[0]
+    assert crash["reason"] == "crash" and crash["timestamp"] == 5000
+
+
+def test_cooperative_moves_partitions_in_two_rebalances_revoking_first() -> None:
+    steps = [join(0, "a", ["t"], COOP), join(10000, "b", ["t"], COOP)]
+    out = run_doc(scenario({"t": 4}, steps, 40000))
+    revoked = out.named(ev.PARTITIONS_REVOKED, "a", since=10000)
+    got = [e for e in out.named(ev.PARTITIONS_ASSIGNED, "b") if e["partitions"]]
+    assert len(revoked) == 1 and len(got) == 1
+    assert partitions(revoked[0]) == partitions(got[0])
+    assert got[0]["generation"] == revoked[0]["generation"] + 1
+    assert len(out.named(ev.COORDINATOR_REBALANCE, since=10000)) == 2
+    assert out.failed() == [] and out.monitor.max_rebalances_after_faults == 2
+
+
+def test_eager_moves_partitions_in_one_rebalance_after_everyone_revoked() -> None:
+    steps = [join(0, "a", ["t"], RANGE), join(10000, "b", ["t"], RANGE)]
+    out = run_doc(scenario({"t": 4}, steps, 40000))
+    assert len(out.named(ev.COORDINATOR_REBALANCE, since=10000)) == 1
+    (revoked,) = out.named(ev.PARTITIONS_REVOKED, "a", since=10000)
+    assert partitions(revoked) == tps("t-0", "t-1", "t-2", "t-3")
+
+
+def test_upgrade_from_eager_to_cooperative_in_two_bounces() -> None:
+    first = [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE)]
+    bounce1 = [{"at": 10000, "do": "leave", "member": "a"}, join(10000, "a", ["t"], ["cooperative-sticky", "range"]),
+               {"at": 20000, "do": "leave", "member": "b"}, join(20000, "b", ["t"], ["cooperative-sticky", "range"])]
+    bounce2 = [{"at": 30000, "do": "leave", "member": "a"}, join(30000, "a", ["t"], COOP),
+               {"at": 40000, "do": "leave", "member": "b"}, join(40000, "b", ["t"], COOP)]
+    out = run_doc(scenario({"t": 4}, first + bounce1 + bounce2, 70000))
+    assert out.failed() == []
+    stable = out.named(ev.COORDINATOR_STABLE)
+    assert stable[0]["assignor"] == "range"
+    assert stable[-1]["assignor"] == "cooperative-sticky"
+    protocols = {e["protocol"] for e in out.named(ev.GROUP_JOINED, since=40000)}
+    assert protocols == {"cooperative"}
+
+
+def test_added_partitions_reach_the_group_through_the_leader() -> None:
+    steps = [join(0, "a", ["t"], COOP), join(0, "b", ["t"], COOP),
+             {"at": 10000, "do": "add_partitions", "topic": "t", "count": 6}]
+    out = run_doc(scenario({"t": 4}, steps, 40000))
+    assert out.owned("a") | out.owned("b") == tps(*(f"t-{i}" for i in range(6)))
+    assert out.failed() == []
+
+
+def test_the_same_seed_gives_the_same_trace_and_seeds_change_the_interleaving() -> None:
+    steps = [join(0, m, ["t"], COOP) for m in "abcd"] + [{"at": 5000, "do": "leave", "member": "b"}]
+    doc = scenario({"t": 8}, steps, 30000)
+    runs = {seed: run_doc(doc, seed=seed).events for seed in range(6)}
+    assert run_doc(doc, seed=3).events == runs[3]
+    assert len({str(e) for e in runs.values()}) > 1
+
+
+def test_a_crashed_incarnations_messages_are_dropped() -> None:
+    config = sy.SystemConfig()
+    state = sy.initial_state(config, [("t", 2)])
+    state, _ = sy.step(state, sy.MemberStarts("a", ("t",), ("range",)), config)  # type: ignore[misc]
+    state, _ = sy.step(state, sy.MemberPolls("a"), config)  # type: ignore[misc]
+    assert isinstance(state.network.head_request("a#1"), JoinGroupRequest)
+    state, events = sy.step(state, sy.MemberCrashes("a"), config)  # type: ignore[misc]
+    assert state.network.empty() and "a#1" in state.network.closed
+    assert sy.step(state, sy.DeliverRequest("a#1"), config) is None
+
+
+def test_disabled_actions_return_none() -> None:
+    config = sy.SystemConfig()
+    state = sy.initial_state(config, [("t", 2)])
+    assert sy.enabled(state) == []
+    for action in (sy.MemberPolls("a"), sy.MemberCrashes("a"), sy.MemberLeaves("a"), sy.MemberRestarts("a"),
+                   sy.MemberStalls("a", 10), sy.HeartbeatThreadRuns("a"), sy.MemberResumes("a"),
+                   sy.CoordinatorTimerFires(), sy.DeliverResponse("a#1"), sy.PartitionsAdded("t", 2),
+                   sy.MemberStarts("a#", ("t",))):
+        assert sy.step(state, action, config) is None, action
+    state, _ = sy.step(state, sy.MemberStarts("a", ("t",)), config)  # type: ignore[misc]
+    assert sy.step(state, sy.MemberStarts("a", ("t",)), config) is None  # already running
+    assert sy.step(state, sy.ClockAdvances(5), config) is None  # a poll is due now
+    assert sy.enabled(state) == [sy.MemberPolls("a")]
+
+
+def test_time_only_advances_when_nothing_else_can_happen_and_to_at_most_the_next_deadline() -> None:
+    config = sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=0))
+    state = sy.initial_state(config, [("t", 2)])
+    state, _ = sy.step(state, sy.MemberStarts("a", ("t",), ("range",)), config)  # type: ignore[misc]
+    state, _ = drive(state, config, until=0)
+    (advance,) = sy.enabled(state)
+    assert advance == sy.ClockAdvances(3000)  # the first heartbeat
+    assert sy.step(state, sy.ClockAdvances(3001), config) is None
+    assert sy.step(state, sy.ClockAdvances(1500), config) is not None

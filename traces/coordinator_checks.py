@@ -1,0 +1,268 @@
+"""The coordinator-side rules of the trace checker: ``converges``, ``static-rejoin``, and
+``single-owner`` on what the coordinator itself stored.
+
+Coordinator events come from a broker's ``server.log`` (:mod:`traces.readers.broker_log`), from
+librdkafka's mock cluster, or from the model's simulator. They give the checker the coordinator's
+view, which the clients' events lack: when a member was removed (so that an overlap with it was a
+zombie's), how many rebalances a membership change took, whether a static member's return caused
+one. :class:`CoordinatorChecks` is mixed into :class:`traces.checker.Checker`; it reads and writes
+the checker's per-group state (:class:`traces.state.GroupState`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from traces.schema import TP, BadField, int_field, partitions_field, tp_label
+from traces.state import (
+    COOPERATIVE_ASSIGNORS,
+    EAGER_ASSIGNORS,
+    VIOLATION,
+    CheckConfig,
+    Finding,
+    GroupState,
+    Member,
+)
+
+# Rebalance reasons (GroupCoordinator.scala / GroupMetadataManager.java prepareRebalance callers)
+# that mean the membership changed, or something outside the group did; anything else (a leader
+# or follower re-joining, a cooperative follow-up) counts towards the converges bound.
+_MEMBERSHIP_REASON = re.compile(
+    r"adding new member|removing member|on leavegroup|explicit `leavegroup`|left the group|"
+    r"pending sync request expiration|heartbeat expiration|session timeout|freshly-loaded group|"
+    r"new member|member (?:left|removed|expired|joined|fenced)|static member .* joined with change of protocol|"
+    r"selectedprotocol will change|metadata has changed|subscription changed|subscription has changed|"
+    r"partitions? (?:added|changed)|topic metadata|downgrade group|"
+    r"member join|member leave|member timeout",  # librdkafka's mock cluster (rdkafka_mock_cgrp.c)
+    re.IGNORECASE,
+)
+_PROTOCOL_CHANGE_REASON = re.compile(r"selectedprotocol will change|change of protocol", re.IGNORECASE)
+
+
+class CoordinatorChecks:
+    """The handlers of ``coordinator_*`` events (mixed into the checker)."""
+
+    config: CheckConfig
+    groups: dict[str, GroupState]
+    members: dict[str, Member]
+    removed: dict[str, tuple[int, str, str]]
+    findings: dict[str, list[Finding]]
+    finding_counts: Counter[str]
+    opportunities: Counter[str]
+    saw: Counter[str]
+
+    def where(self, src: int, line: int) -> str:
+        raise NotImplementedError
+
+    def _group(self, name: str) -> GroupState:
+        raise NotImplementedError
+
+    def _finding(self, invariant: str, severity: str, group: str, members: Iterable[str],
+                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
+                 aggregate: tuple[str, str, TP] | None = None) -> Finding | None:
+        raise NotImplementedError
+
+    def _coord_group(self, ev: dict[str, Any], ts: int, src: int, line: int) -> GroupState:
+        group = ev.get("group")
+        if group is not None and not isinstance(group, str):
+            raise BadField(f"group is not a string: {group!r:.40}")
+        gs = self._group(group or self.config.default_group)
+        gs.coordinator = True
+        self.saw["coordinator"] += 1
+        gen = int_field(ev, "generation")
+        if gen is not None and gen >= 0 and (gs.max_gen is None or gen > gs.max_gen):
+            gs.max_gen, gs.max_gen_ts, gs.max_gen_src = gen, ts, src
+            gs.max_gen_where = self.where(src, line)
+        state = ev.get("state")
+        if isinstance(state, str):
+            gs.coord_state = _normal_state(state)
+        assignor = ev.get("assignor")
+        if isinstance(assignor, str) and assignor:
+            gs.assignor = assignor
+        return gs
+
+    def _coord_rebalance(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        reason = _text(ev, "reason")
+        where = self.where(src, line)
+        gs.analytics.coordinator_rebalance(ts, reason or None)
+        if gs.static_watch is not None:
+            instance, watch_ts, watch_where = gs.static_watch
+            gs.static_watch = None
+            protocol_change = _PROTOCOL_CHANGE_REASON.search(reason) is not None
+            other_change = _MEMBERSHIP_REASON.search(reason) is not None and instance not in reason
+            if protocol_change and gs.assignor is not None:
+                # Justified only if the protocol really changes: the next stable generation tells.
+                gs.protocol_watch = (instance, watch_ts, watch_where, gs.assignor, reason)
+            elif not protocol_change and not other_change:
+                self._finding("static-rejoin", VIOLATION, gs.name, [instance], [], watch_ts, ts,
+                              [watch_where, where],
+                              f"static member {instance} rejoined the Stable group and a rebalance followed"
+                              f"{' (reason: ' + reason + ')' if reason else ''}; a static member restarting "
+                              f"within the session timeout gets its assignment back with no rebalance "
+                              f"(KIP-345, GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin)")
+        if gs.change_pending or _MEMBERSHIP_REASON.search(reason):
+            gs.streak = 1
+            gs.change_pending = False
+            gs.flagged_streak = False
+            gs.tentative.clear()
+        else:
+            gs.streak += 1
+        if ev.get("protocol") == "consumer":
+            gs.kip848_rebalances += 1  # KIP-848 epochs: no rebalance bound in the catalogue
+            return
+        bound, protocol = self._bound(gs)
+        self.opportunities["converges"] += 1
+        if gs.streak > bound and not gs.flagged_streak:
+            gs.flagged_streak = True
+            finding = Finding("converges", VIOLATION, gs.name, [], [], ts, ts, [where],
+                              f"group {gs.name} started rebalance {gs.streak} since its membership last changed; "
+                              f"with the {protocol} protocol it must be stable within {bound}"
+                              f"{' (reason: ' + reason + ')' if reason else ''}", self.config.max_evidence)
+            gs.tentative.append((finding, ts))
+
+    def _bound(self, gs: GroupState) -> tuple[int, str]:
+        protocol = None
+        if gs.assignor in COOPERATIVE_ASSIGNORS:
+            protocol = "cooperative"
+        elif gs.assignor in EAGER_ASSIGNORS:
+            protocol = "eager"
+        else:
+            protocols = {m.protocol for m in self.members.values() if m.group == gs.name and m.protocol}
+            if protocols == {"eager"}:
+                protocol = "eager"
+            elif "cooperative" in protocols:
+                protocol = "cooperative"
+        if protocol == "eager":
+            return 1, "eager"
+        if protocol == "cooperative":
+            return 2, "cooperative"
+        return 2, "unknown (the cooperative bound is used)"
+
+    def _coord_stable(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        gen = int_field(ev, "generation")
+        gs.analytics.coordinator_done(ts, "Stable", gen)
+        gs.static_watch = None
+        if gs.protocol_watch is not None:
+            instance, watch_ts, watch_where, protocol, reason = gs.protocol_watch
+            gs.protocol_watch = None
+            after = _text(ev, "assignor")
+            if after and after == protocol:
+                self._finding("static-rejoin", VIOLATION, gs.name, [instance], [], watch_ts, ts,
+                              [watch_where, self.where(src, line)],
+                              f"static member {instance} rejoined the Stable group and a rebalance followed "
+                              f"(reason: {reason}), but the selected protocol stayed {after}: a static member "
+                              f"restarting within the session timeout gets its assignment back with no rebalance "
+                              f"(KIP-345)")
+        members = ev.get("members")
+        count = int_field(ev, "member_count")
+        member_set = frozenset(m for m in members if isinstance(m, str)) if isinstance(members, list) else None
+        if member_set is not None:
+            count = len(member_set)
+        changed = (member_set is not None and gs.stable_members is not None and member_set != gs.stable_members) \
+            or (count is not None and gs.stable_count is not None and count != gs.stable_count)
+        if changed:
+            gs.tentative.clear()
+            gs.streak = min(gs.streak, 1)
+            gs.flagged_streak = False
+        else:
+            self._confirm_tentative(gs)
+        if member_set is not None:
+            gs.stable_members = member_set
+        if count is not None:
+            gs.stable_count = count
+        assignment = ev.get("assignment")
+        if isinstance(assignment, dict):
+            self._check_stored_assignment(gs, assignment, gen, ts, self.where(src, line))
+
+    def _confirm_tentative(self, gs: GroupState) -> None:
+        for finding, _ts in gs.tentative:
+            self.finding_counts[finding.invariant] += 1
+            kept = self.findings.setdefault(finding.invariant, [])
+            if len(kept) < self.config.max_findings:
+                kept.append(finding)
+        gs.tentative.clear()
+
+    def _check_stored_assignment(self, gs: GroupState, assignment: dict[str, Any], gen: int | None, ts: int,
+                                 where: str) -> None:
+        owner: dict[TP, str] = {}
+        self.opportunities["single-owner"] += 1
+        for member_id, parts in assignment.items():
+            for tp in partitions_field({"p": parts}, "p"):
+                other = owner.get(tp)
+                if other is not None and other != member_id:
+                    self._finding("single-owner", VIOLATION, gs.name, [other, member_id], [tp], ts, ts, [where],
+                                  f"the coordinator stored generation {gen}'s assignment with {tp_label(tp)} "
+                                  f"given to both {other} and {member_id}")
+                owner[tp] = member_id
+
+    def _coord_removed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        member_id = ev.get("member_id")
+        if not isinstance(member_id, str) or not member_id:
+            raise BadField("coordinator_member_removed without a member_id")
+        reason = _text(ev, "reason") or "removed"
+        where = self.where(src, line)
+        self.removed[member_id] = (ts, reason, where)
+        gs.kip848.pop(member_id, None)
+        instance = ev.get("instance_id")
+        replaced = reason == "fenced" and isinstance(instance, str) and instance
+        if replaced and (gs.coord_state == "Stable" or ev.get("state") == "Stable"):
+            # A static member taking over its own entry (KIP-345) is not a membership change.
+            self.opportunities["static-rejoin"] += 1
+            gs.static_watch = (str(instance), ts, where)
+        else:
+            gs.change_pending = True
+            gs.static_watch = None
+
+    def _coord_state(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        gs = self._coord_group(ev, ts, src, line)
+        state = gs.coord_state
+        detail = ev.get("detail")
+        gen = int_field(ev, "generation")
+        if detail == "member-joined":
+            gs.change_pending = True
+            gs.static_watch = None
+        elif detail == "static-rejoin-without-rebalance":
+            gs.static_watch = None
+        elif detail == "member-assignment":
+            self._kip848_assignment(gs, ev, ts, src, line)
+        if state == "Empty" and detail is None:
+            gs.analytics.coordinator_done(ts, "Empty", gen)
+            gs.change_pending = True
+
+    def _kip848_assignment(self, gs: GroupState, ev: dict[str, Any], ts: int, src: int, line: int) -> None:
+        member_id = ev.get("member_id")
+        if not isinstance(member_id, str):
+            raise BadField("member assignment without member_id")
+        assigned = frozenset(partitions_field(ev))
+        pending = frozenset(partitions_field(ev, "pending_revocation"))
+        self.opportunities["single-owner"] += 1
+        for other, (o_assigned, o_pending) in gs.kip848.items():
+            if other == member_id:
+                continue
+            clash = assigned & (o_assigned | o_pending)
+            if clash:
+                self._finding("single-owner", VIOLATION, gs.name, [other, member_id], clash, ts, ts,
+                              [self.where(src, line)],
+                              f"the coordinator assigned {', '.join(map(tp_label, sorted(clash)))} to {member_id} "
+                              f"while {other} still held them (KIP-848: a partition is assigned only once its "
+                              f"previous owner has released it)")
+        gs.kip848[member_id] = (assigned, pending)
+
+
+def _text(ev: dict[str, Any], key: str) -> str:
+    value = ev.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _normal_state(state: str) -> str:
+    """Kafka prints ClassicGroupState names (PreparingRebalance); the model writes them too."""
+    key = state.replace("_", "").replace("-", "").lower()
+    return {"preparingrebalance": "PreparingRebalance", "completingrebalance": "CompletingRebalance",
+            "stable": "Stable", "empty": "Empty", "dead": "Dead", "awaitingsync": "CompletingRebalance",
+            "assigning": "Assigning", "reconciling": "Reconciling"}.get(key, state)

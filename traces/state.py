@@ -1,0 +1,170 @@
+"""What the trace checker remembers: per member, per group, per open overlap -- never per event.
+
+Shared by :mod:`traces.checker` (the member-side rules) and :mod:`traces.coordinator_checks` (the
+coordinator-side rules). Every collection here is keyed by member or partition: the state grows
+with the size of the group, not with the length of the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from traces.analytics import AnalyticsConfig, GroupAnalytics
+from traces.schema import TP, tp_json
+
+VIOLATION = "violation"
+WARNING = "warning"
+PROTOCOLS = frozenset({"eager", "cooperative", "consumer"})
+COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
+EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
+
+
+@dataclass
+class CheckConfig:
+    skew_ms: int = 0  # clocks of different files may differ by this much
+    default_group: str = "default"  # the group of events that name none
+    default_protocol: str | None = None  # the protocol of members that do not say (eager / cooperative)
+    gap_slack: int = 0  # offsets no-gap tolerates between the committed offset and the next consumed
+    max_findings: int = 100  # findings kept per invariant (the rest are counted)
+    max_evidence: int = 5  # file:line locations kept per finding
+    analytics: AnalyticsConfig = field(default_factory=AnalyticsConfig)
+
+
+class Finding:
+    __slots__ = ("invariant", "severity", "group", "members", "partitions", "t0", "t1", "evidence",
+                 "occurrences", "message", "max_evidence")
+
+    def __init__(self, invariant: str, severity: str, group: str, members: Iterable[str],
+                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
+                 max_evidence: int) -> None:
+        self.invariant = invariant
+        self.severity = severity
+        self.group = group
+        self.members = sorted(set(members))
+        self.partitions = sorted(set(partitions))
+        self.t0 = min(t0, t1)
+        self.t1 = max(t0, t1)
+        self.evidence = evidence[:max_evidence]
+        self.occurrences = 1
+        self.message = message
+        self.max_evidence = max_evidence
+
+    def again(self, ts: int, where: str) -> None:
+        self.occurrences += 1
+        self.t1 = max(self.t1, ts)
+        if len(self.evidence) < self.max_evidence and where not in self.evidence:
+            self.evidence.append(where)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "invariant": self.invariant,
+            "severity": self.severity,
+            "group": self.group,
+            "members": self.members,
+            "partitions": [tp_json(tp) for tp in self.partitions],
+            "window": [self.t0, self.t1],
+            "evidence": self.evidence,
+            "occurrences": self.occurrences,
+            "message": self.message,
+        }
+
+
+class Member:
+    """What the checker knows of one consumer process (and its restarts)."""
+
+    __slots__ = ("key", "group", "group_explicit", "member_id", "instance_id", "protocol", "generation",
+                 "gen_by_src", "owned", "fresh", "contested", "consumed_max", "known", "shutdown", "ended",
+                 "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
+                 "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs")
+
+    def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
+        self.key = key
+        self.gs = group
+        self.group = group.name
+        self.group_explicit = explicit
+        self.member_id: str | None = None
+        self.instance_id: str | None = None
+        self.protocol: str | None = None
+        self.generation: int | None = None
+        self.gen_by_src: dict[int, int] = {}
+        self.owned: set[TP] = set()
+        self.fresh: set[TP] = set()  # assigned, not consumed yet (no-gap looks at the first offset)
+        self.contested: set[TP] = set()  # owned partitions someone else was assigned meanwhile
+        self.consumed_max: dict[TP, dict[str, Any]] = {}  # the last records_consumed entry per partition
+        self.known = jsonl  # do we know everything it owns? (a callback trace from its start: yes)
+        self.shutdown = False
+        self.ended = False
+        self.first_ts: int | None = None
+        self.last_ts = 0
+        self.last_src = -1
+        self.incarnation = 0
+        self.subscription: frozenset[str] | None = None
+        self.assigned_gen: int | None = None
+        self.prepare_revoked: dict[TP, tuple[int, str]] = {}
+        self.complete_revoked: dict[int, set[TP]] = {}
+        self.eager_flagged: int | None = None
+        self.events = 0
+        self.jsonl = jsonl
+
+
+class Overlap:
+    """A partition assigned to ``new`` while ``old`` still owned it, until ``old`` lets go."""
+
+    __slots__ = ("tp", "old", "new", "start", "new_src", "new_where", "new_gen", "old_member_id",
+                 "activity", "cooperative")
+
+    def __init__(self, tp: TP, old: Member, new: Member, start: int, new_src: int, new_where: str,
+                 new_gen: int | None, cooperative: bool) -> None:
+        self.tp = tp
+        self.old = old
+        self.new = new
+        self.start = start
+        self.new_src = new_src
+        self.new_where = new_where
+        self.new_gen = new_gen
+        self.old_member_id = old.member_id
+        self.activity: tuple[str, str, int] | None = None  # (consumed|committed, where, ts) after start
+        self.cooperative = cooperative
+
+
+class RevokeRecord:
+    __slots__ = ("member", "generation", "ts", "where")
+
+    def __init__(self, member: Member, generation: int | None, ts: int, where: str) -> None:
+        self.member = member
+        self.generation = generation
+        self.ts = ts
+        self.where = where
+
+
+class GroupState:
+    """Per group: who owns what, committed offsets, and the coordinator's view."""
+
+    def __init__(self, name: str, analytics: AnalyticsConfig) -> None:
+        self.name = name
+        self.holders: dict[TP, list[Member]] = {}
+        self.last_owner: dict[TP, str] = {}
+        self.owner_epoch: dict[TP, int] = {}
+        self.last_revoke: dict[TP, RevokeRecord] = {}
+        self.committed: dict[TP, int] = {}
+        self.max_gen: int | None = None
+        self.max_gen_ts = 0
+        self.max_gen_src = -1
+        self.max_gen_where = ""
+        # coordinator view
+        self.coordinator = False
+        self.coord_state: str | None = None
+        self.assignor: str | None = None
+        self.stable_members: frozenset[str] | None = None
+        self.stable_count: int | None = None
+        self.streak = 0  # rebalances since the last membership change
+        self.change_pending = True
+        self.tentative: list[tuple[Finding, int]] = []
+        self.flagged_streak = False
+        self.static_watch: tuple[str, int, str] | None = None  # (instance id, ts, where)
+        self.protocol_watch: tuple[str, int, str, str, str] | None = None  # ... + protocol before, reason
+        self.kip848: dict[str, tuple[frozenset[TP], frozenset[TP]]] = {}
+        self.kip848_rebalances = 0
+        self.analytics = GroupAnalytics(name, analytics)
