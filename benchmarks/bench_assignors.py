@@ -135,7 +135,7 @@ def measure(case: Case, repeat: int, timeout: float, log: Callable[[str], None])
                                    "members": len(fresh.subscriptions), "assignor": strategy, "model": mine,
                                    "peer": f"kafka-python {peer}"}
             if peer == "sticky" and not case.peer_sticky:
-                row["kafka_python"] = {"skipped": "does not finish at this size"}
+                row["kafka_python"] = {"skipped": "not run: too large for it"}
             elif strategy == "cooperative-sticky" and "sticky" in _peer_cache(rows, fresh.name, phase):
                 row["kafka_python"] = _peer_cache(rows, fresh.name, phase)["sticky"]
             else:

@@ -14,16 +14,21 @@ sides solve the same two problems.
 What is timed:
 
 * **model**: ``model.assignors.assign(...)`` in this process; wall and CPU seconds, best of ``--repeat``;
-* **Java in-JVM**: ``ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)`` alone, measured
-  with ``System.nanoTime`` inside the peer JVM (conformance/java_assignors.py), best of ``--repeat``
-  calls, each on a new assignor instance, after a warm-up of every assignor on a small problem so
-  that the JIT has compiled the hot paths (a leader that has rebalanced before is warm too);
-* **Java wall**: the whole round trip seen from Python for one call -- encoding the problem as JSON,
-  the pipe, parsing, building and serializing the subscriptions as the members' clients would,
-  the assignment, and decoding the answer into the model's types. This is what the differential
-  tests pay per problem, not what a Kafka leader pays.
+* **Java**: ``ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)`` alone, measured inside
+  the peer JVM (conformance/java_assignors.py): wall time (``System.nanoTime``) and the CPU time of
+  the thread that ran it (``ThreadMXBean``; garbage collection and JIT compilation run on other
+  threads: the JSON report also has the whole JVM's CPU time, at the operating system's 10 ms
+  resolution), best of ``--java-repeat`` runs of one
+  request, each on a new assignor instance after a ``System.gc()`` (so that the call is not charged
+  for collecting the request's parsing garbage), after a warm-up of every assignor on small
+  problems (a leader that has rebalanced before is warm too);
+* **Java round trip**: one call as seen from Python -- encoding the problem as JSON, the pipe,
+  parsing, building and serializing the subscriptions as the members' clients would, one
+  assignment, decoding the answer into the model's types. This is what the differential tests pay
+  per problem, not what a Kafka leader pays.
 
-``model/java`` is the model's wall time over Java's in-JVM time (above 1: Java is faster).
+``model/java`` is the model's time over Java's (above 1: Java is faster), by wall time and by CPU
+time; on a shared machine the CPU ratio is the steadier one.
 ``same`` says whether the two answers are identical (assignment and withheld partitions); on these
 problems they must be, as Java's hash order plays no part in them (tests/conformance/test_java_assignors.py).
 
@@ -72,16 +77,14 @@ def run_model(strategy: str, problem: P.Problem, repeat: int) -> tuple[dict[str,
 
 def run_java(java: JavaAssignorPeer, strategy: str, problem: P.Problem, repeat: int
              ) -> tuple[dict[str, Any], JavaResult]:
-    best: JavaResult | None = None
-    walls = []
-    for _ in range(repeat):
-        gc.collect()
-        result = java.run(strategy, problem.partitions_per_topic, problem.subscriptions)
-        walls.append(result.wall_millis)
-        if best is None or result.millis < best.millis:
-            best = result
-    assert best is not None
-    return {"jvm_ms": best.millis, "wall_ms": min(walls), "builder": best.builder}, best
+    """One request, the assignor run ``repeat`` times inside the JVM (the problem crosses the pipe once)."""
+    gc.collect()
+    r = java.run(strategy, problem.partitions_per_topic, problem.subscriptions, repeat=repeat, gc=True)
+    # The round trip of one call: everything the request cost but the other runs and the collections.
+    round_trip = r.wall_millis - sum(r.runs) - r.gc_millis + r.millis
+    return {"jvm_ms": r.millis, "jvm_cpu_ms": r.process_cpu_millis, "thread_cpu_ms": r.cpu_millis,
+            "runs_ms": list(r.runs), "prepare_ms": r.prepare_millis, "round_trip_ms": round_trip,
+            "builder": r.builder}, r
 
 
 def same(model: GroupAssignment, java: JavaResult) -> bool:
@@ -99,7 +102,11 @@ def warm_up(java: JavaAssignorPeer) -> None:
                 java.run(strategy, again.partitions_per_topic, again.subscriptions)
 
 
-def measure(java: JavaAssignorPeer, problem: P.Problem, repeat: int, log: Callable[[str], None]
+def _ratio(model: float, java: float) -> float | None:
+    return model / java if java > 0 else None
+
+
+def measure(java: JavaAssignorPeer, problem: P.Problem, repeat: int, java_repeat: int, log: Callable[[str], None]
             ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for strategy in STRATEGIES:
@@ -107,10 +114,11 @@ def measure(java: JavaAssignorPeer, problem: P.Problem, repeat: int, log: Callab
         again = P.reassign(problem, first)
         phases = (("fresh", problem, model, first), ("re-assign", again, *run_model(strategy, again, repeat)))
         for phase, each, mine, model_result in phases:
-            theirs, java_result = run_java(java, strategy, each, repeat)
+            theirs, java_result = run_java(java, strategy, each, java_repeat)
             row = {"problem": problem.name, "phase": phase, "partitions": problem.partitions,
                    "members": len(problem.subscriptions), "assignor": strategy, "model": mine, "java": theirs,
-                   "ratio": mine["wall_ms"] / theirs["jvm_ms"] if theirs["jvm_ms"] > 0 else None,
+                   "ratio": _ratio(mine["wall_ms"], theirs["jvm_ms"]),
+                   "cpu_ratio": _ratio(mine["cpu_ms"], theirs["thread_cpu_ms"]),
                    "same": same(model_result, java_result)}
             rows.append(row)
             log(_line(row))
@@ -123,11 +131,16 @@ def _ms(x: float | None) -> str:
     return f"{x:.2f}" if x < 10 else f"{x:.0f}"
 
 
+def _x(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.2f}"
+
+
 def _line(row: dict[str, Any]) -> str:
-    ratio = "" if row["ratio"] is None else f"  model/java {row['ratio']:.1f}"
-    return (f"  {row['problem']:<26} {row['phase']:<9} {row['assignor']:<18} model {_ms(row['model']['wall_ms'])} ms"
-            f"  java {_ms(row['java']['jvm_ms'])} ms (wall {_ms(row['java']['wall_ms'])} ms){ratio}"
-            f"  same={'yes' if row['same'] else 'NO'}")
+    m, j = row["model"], row["java"]
+    return (f"  {row['problem']:<26} {row['phase']:<9} {row['assignor']:<18}"
+            f" model {_ms(m['wall_ms'])} ms (CPU {_ms(m['cpu_ms'])})"
+            f"  java {_ms(j['jvm_ms'])} ms (CPU {_ms(j['thread_cpu_ms'])}, round trip {_ms(j['round_trip_ms'])})"
+            f"  model/java {_x(row['ratio'])} (CPU {_x(row['cpu_ratio'])})  same={'yes' if row['same'] else 'NO'}")
 
 
 def machine(java: JavaAssignorPeer, heap: str) -> dict[str, Any]:
@@ -142,11 +155,14 @@ def machine(java: JavaAssignorPeer, heap: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks java_assignors", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small problems, a few seconds")
-    parser.add_argument("--repeat", type=int, help="runs per measurement, best kept (default 3 quick, 1 full)")
+    parser.add_argument("--repeat", type=int, help="model runs per measurement, best kept (default 3 quick, 1 full)")
+    parser.add_argument("--java-repeat", type=int,
+                        help="Java runs per measurement inside the JVM, best kept (default 3 quick, 2 full)")
     parser.add_argument("--heap", help="the peer JVM's -Xmx (default 1g quick, 4g full)")
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 1)
+    java_repeat = args.java_repeat or (3 if args.quick else 2)
     heap = args.heap or ("1g" if args.quick else "4g")
 
     from groupspec.render import Document, Table, to_markdown, write_report
@@ -156,17 +172,20 @@ def main(argv: list[str] | None = None) -> int:
         warm_up(java)
         for problem in cases(args.quick):
             print(f"{problem.name}: {problem.partitions} partitions, {len(problem.subscriptions)} members", flush=True)
-            rows.extend(measure(java, problem, repeat, lambda s: print(s, flush=True)))
+            rows.extend(measure(java, problem, repeat, java_repeat, lambda s: print(s, flush=True)))
         info = machine(java, heap)
 
     table = Table(
-        ["problem", "phase", "assignor", "model wall ms", "model CPU ms", "Java in-JVM ms", "Java wall ms (JSON)",
-         "model/java", "same"],
+        ["problem", "phase", "assignor", "model ms", "model CPU ms", "Java ms", "Java CPU ms", "model/java",
+         "model/java CPU", "Java round trip ms", "same"],
         [[r["problem"], r["phase"], r["assignor"], _ms(r["model"]["wall_ms"]), _ms(r["model"]["cpu_ms"]),
-          _ms(r["java"]["jvm_ms"]), _ms(r["java"]["wall_ms"]),
-          "" if r["ratio"] is None else f"{r['ratio']:.1f}", "yes" if r["same"] else "NO"] for r in rows],
-        caption="Best of the runs. model/java = model wall time / Java in-JVM time (above 1: Java is "
-                "faster). Java wall = one call's round trip from Python, JSON included.")
+          _ms(r["java"]["jvm_ms"]), _ms(r["java"]["thread_cpu_ms"]), _x(r["ratio"]), _x(r["cpu_ratio"]),
+          _ms(r["java"]["round_trip_ms"]), "yes" if r["same"] else "NO"] for r in rows],
+        caption=f"Model: best of {repeat} run(s) in this process. Java: best of {java_repeat} run(s) inside the "
+                "JVM, each on a new assignor instance after a System.gc(); Java CPU is the CPU time of the thread "
+                "that ran the assignor (GC and JIT threads not included; the JSON report also has the whole "
+                "JVM's, at 10 ms resolution). model/java above 1: Java is faster. Java round "
+                "trip: one call from Python, JSON both ways and subscriptions built as clients build them.")
     command = "python -m benchmarks java_assignors" + (" -- " + " ".join(argv) if argv else "")
     doc = Document("Assignor benchmark: model vs Apache Kafka's Java assignors", [
         f"Command: `{command}`. Machine: {info['implementation']} {info['python']}, Java {info['java']} "
@@ -176,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(to_markdown(doc))
     data = {"benchmark": "java_assignors", "command": command, "quick": args.quick, "repeat": repeat,
+            "java_repeat": java_repeat,
             "machine": info, "rows": rows}
     for path in write_report(args.out, "java_assignors", data, doc):
         print(f"wrote {path}")

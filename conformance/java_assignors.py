@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -74,8 +75,9 @@ class JavaResult:
     ``cpu_millis`` the CPU time of the thread that ran it, ``process_cpu_millis`` the whole JVM's
     (garbage collection and JIT compilation included), both in that fastest run;
     ``prepare_millis`` the JVM's time to parse the problem and build the metadata and the
-    subscriptions; ``wall_millis`` is the whole round trip seen from Python (JSON encoding, pipe,
-    decoding, and the building of the Java subscriptions). ``builder`` is ``"constrained"`` or ``"general"`` for
+    subscriptions; ``gc_millis`` the time spent in collections asked for with ``gc``;
+    ``wall_millis`` is the whole round trip seen from Python (JSON encoding, pipe, preparation,
+    every run, decoding). ``builder`` is ``"constrained"`` or ``"general"`` for
     the sticky assignors (which ``AbstractStickyAssignor`` builder ran), else ``None``;
     ``transferring_source`` says where ``transferring`` came from (see ``AssignorPeer.java``), and
     ``notes`` lists any cross-check of it that failed (empty when all is well).
@@ -92,6 +94,7 @@ class JavaResult:
     cpu_millis: float = 0.0
     process_cpu_millis: float = 0.0
     prepare_millis: float = 0.0
+    gc_millis: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -146,12 +149,16 @@ def build(project_dir: Path = PROJECT_DIR, *, mvn: str | None = None) -> Path:
         for args in ([mvn, "-q", "-B", "-o", "package"], [mvn, "-q", "-B", "package"]):
             proc = subprocess.run(args, cwd=project_dir, capture_output=True, text=True, check=False)
             attempts.append((args, proc))
-            if proc.returncode == 0 and jar_is_fresh(project_dir):
-                return jar
+            if proc.returncode == 0 and jar.is_file():
+                # maven-jar-plugin leaves an up-to-date jar untouched: mark it as built now.
+                os.utime(jar)
+                if jar_is_fresh(project_dir):
+                    return jar
         args, proc = attempts[-1]
+        output = _tail(proc.stdout + proc.stderr) or f"(no output; {jar} or target/lib is missing)"
         raise JavaPeerUnavailable(
             f"building the Java assignor peer failed: `{' '.join(args)}` in {project_dir} exited "
-            f"{proc.returncode}:\n{_tail(proc.stdout + proc.stderr)}")
+            f"{proc.returncode}:\n{output}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -331,7 +338,7 @@ class JavaAssignorPeer:
         return JavaResult(assignment, transferring, float(reply["millis"]), tuple(reply["runs"]), wall,
                           reply.get("builder"), reply.get("transferring_source"), tuple(reply.get("notes", ())),
                           float(reply["cpu_millis"]), float(reply["process_cpu_millis"]),
-                          float(reply["prepare_millis"]))
+                          float(reply["prepare_millis"]), float(reply["gc_millis"]))
 
     def assign(self, strategy: str, partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]
                ) -> tuple[dict[str, tuple[TopicPartition, ...]], frozenset[TopicPartition], float]:
@@ -350,10 +357,7 @@ def java_available() -> str | None:
     return None
 
 
-__all__ = [
-    "JAR_NAME", "PROJECT_DIR", "STRATEGIES", "JavaAssignorFailure", "JavaAssignorPeer", "JavaPeerError",
-    "JavaPeerUnavailable", "JavaResult", "build", "jar_is_fresh", "jar_path", "java_available", "problem_json",
-]
+
 
 
 # --------------------------------------------------------------------------------------------------
@@ -459,3 +463,10 @@ def hash_order_dependence(strategy: str, partitions_per_topic: Mapping[str, int]
         if any(len(members) > 1 for _, members in best.values()):
             reasons.append(PREVIOUS_OWNER_TIE)
     return tuple(reasons)
+
+
+__all__ = [
+    "CLAIM_TIE_ORDER", "EMPTY_SUBSCRIPTION", "JAR_NAME", "MAX_QUOTA_CHOICE", "PREVIOUS_OWNER_TIE", "PROJECT_DIR",
+    "STRATEGIES", "JavaAssignorFailure", "JavaAssignorPeer", "JavaPeerError", "JavaPeerUnavailable", "JavaResult",
+    "build", "hash_order_dependence", "jar_is_fresh", "jar_path", "java_available", "problem_json",
+]

@@ -223,7 +223,7 @@ class Checker(CoordinatorChecks):
                             self._zombie_activity(m, tp, ts, src, line, "committed")
                     else:
                         self._commit_unowned(m, tp, offset, ts, src, line)
-            except (BadField, KeyError, TypeError, ValueError, AttributeError) as exc:
+            except (BadField, KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                 self.stats.skip(sources[src], line, BAD_FIELD, f"{name}: {exc}")
         if n:
             self.events += n
@@ -551,6 +551,7 @@ class Checker(CoordinatorChecks):
         gs = self._group(new.group)
         window_end = max(ov.start, t_end)
         zombie = self._zombie_reason(ov, kind, t_end)
+        self.opportunities["zombie-overlap"] += 1
         ended = {"revoked": "revoked it", "lost": "lost it", "shutdown": "shut down",
                  "killed": "was restarted", "eof": "still owned it when its trace ended"}[kind]
         evidence = [ov.new_where, where]

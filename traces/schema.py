@@ -19,6 +19,7 @@ any of them into an error.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -152,6 +153,8 @@ def int_field(event: dict[str, Any], key: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadField(f"{key} is not a number: {value!r:.40}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadField(f"{key} is not a finite number: {value!r:.40}")
     return int(value)
 
 

@@ -62,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write report.json, report.md and report.html (with ownership timelines) into DIR")
-    parser.add_argument("--skew-ms", type=_non_negative, default=0,
+    parser.add_argument("--skew-ms", type=_non_negative, default=0, metavar="MS",
                         help="clock skew tolerated between files, in ms (default 0)")
     parser.add_argument("--log-timezone", type=_zone, default=None, metavar="ZONE",
                         help="the zone of log times written without one: local (default), UTC or +HH:MM")
@@ -70,13 +70,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the group of events that name none (VerifiableConsumer output; default 'default')")
     parser.add_argument("--protocol", choices=["eager", "cooperative"], default=None,
                         help="the rebalance protocol of members whose events do not say")
-    parser.add_argument("--gap-slack", type=_non_negative, default=0,
+    parser.add_argument("--gap-slack", type=_non_negative, default=0, metavar="N",
                         help="offsets no-gap tolerates after the committed offset (compaction, transaction markers)")
-    parser.add_argument("--storm-window-ms", type=_positive, default=60_000,
+    parser.add_argument("--storm-window-ms", type=_positive, default=60_000, metavar="MS",
                         help="rebalance storm: window in ms (default 60000)")
-    parser.add_argument("--storm-threshold", type=_positive, default=5,
+    parser.add_argument("--storm-threshold", type=_positive, default=5, metavar="N",
                         help="rebalance storm: rebalances within the window (default 5)")
-    parser.add_argument("--max-findings", type=_positive, default=100,
+    parser.add_argument("--max-findings", type=_positive, default=100, metavar="N",
                         help="findings kept per invariant; the rest are counted (default 100)")
 
 

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,7 +27,7 @@ from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
 from groupspec.render import Document, Section, Table, Timeline, write_report
 from model import events as ev
 from model import mutants as mutant_registry
-from model.invariants.protocol import CHECKED, WARNINGS, Monitor
+from model.invariants.protocol import CHECKED, KNOWN_GAPS, WARNINGS, Monitor
 from model.scenario import Scenario, ScenarioError, parse
 from model import system as sy
 from model.system_run import Run, simulate
@@ -77,7 +78,7 @@ def _mutants(names: list[str]) -> frozenset[str]:
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     mutants = _mutants(args.mutant)
-    monitor = Monitor(scenario.config)
+    monitor = Monitor(replace(scenario.config, mutants=mutants))
     result = simulate(scenario, seed=args.seed, mutants=mutants, observer=monitor.observe)
     assert result.final is not None
     monitor.finish(result.final)
@@ -160,9 +161,12 @@ def summary(source: str, seed: int, mutants: frozenset[str], result: Run, monito
     else:
         lines.append(f"invariants: {len(failed)} violation(s)")
         for v in failed[:20]:
-            lines.append(f"  {v.invariant} at {v.time} ms: {v.message}")
+            gap = f" [known Kafka behaviour: {v.known_kafka_gap}]" if v.known_kafka_gap else ""
+            lines.append(f"  {v.invariant} at {v.time} ms: {v.message}{gap}")
         if len(failed) > 20:
             lines.append(f"  ... {len(failed) - 20} more")
+        for gap in sorted({v.known_kafka_gap for v in failed if v.known_kafka_gap}):
+            lines.append(f"  {gap}: {KNOWN_GAPS[gap]}")
     if warnings:
         lines.append(f"warnings: {len(warnings)} zombie-overlap (allowed by Kafka; the zombie's commits are fenced)")
     return "\n".join(lines) + "\n"

@@ -100,17 +100,18 @@ class Sorts:
     ps: tuple[Any, ...] | None = None
     is_: tuple[Any, ...] | None = None
     gens: tuple[int, ...] | None = None  # the generations a finite encoding ranges over
+    expand: bool = True  # finite sorts: expand quantifiers into conjunctions (else keep them, Z3 instantiates)
 
     @staticmethod
     def unbounded(tag: str = "") -> Sorts:
         return Sorts(z3.DeclareSort(f"K{tag}"), z3.DeclareSort(f"P{tag}"), z3.DeclareSort(f"I{tag}"))
 
     @staticmethod
-    def finite(k: int, p: int, i: int, max_gen: int, tag: str = "") -> Sorts:
+    def finite(k: int, p: int, i: int, max_gen: int, tag: str = "", expand: bool = True) -> Sorts:
         K, ks = z3.EnumSort(f"K{k}_{tag}", [f"k{x}" for x in range(k)])
         P, ps = z3.EnumSort(f"P{p}_{tag}", [f"p{x}" for x in range(p)])
         In, is_ = z3.EnumSort(f"I{i}_{tag}", [f"i{x}" for x in range(i)])
-        return Sorts(K, P, In, tuple(ks), tuple(ps), tuple(is_), tuple(range(NO_GEN, max_gen + 1)))
+        return Sorts(K, P, In, tuple(ks), tuple(ps), tuple(is_), tuple(range(NO_GEN, max_gen + 1)), expand)
 
     @property
     def finite_(self) -> bool:
@@ -130,13 +131,13 @@ class Sorts:
     _counter = itertools.count()
 
     def forall(self, sorts: Sequence[Any], body: Callable[..., Z]) -> Z:
-        if self.finite_:
+        if self.finite_ and self.expand:
             return z3.And([body(*xs) for xs in itertools.product(*(self.elements(s) for s in sorts))])
         xs = [z3.Const(f"v{next(self._counter)}", s) for s in sorts]
         return z3.ForAll(xs, body(*xs))
 
     def exists(self, sorts: Sequence[Any], body: Callable[..., Z]) -> Z:
-        if self.finite_:
+        if self.finite_ and self.expand:
             return z3.Or([body(*xs) for xs in itertools.product(*(self.elements(s) for s in sorts))])
         xs = [z3.Const(f"v{next(self._counter)}", s) for s in sorts]
         return z3.Exists(xs, body(*xs))
@@ -214,7 +215,7 @@ def frame(s: State, t: State, changes: Update) -> Z:
             continue
         arg_sorts = sig[:-1]
         if new is None:
-            if not u.finite_ and INT in arg_sorts:
+            if not (u.finite_ and u.expand) and INT in arg_sorts:
                 out.append(_int_frame(s, t, name, arg_sorts))
             else:
                 out.append(u.forall(arg_sorts, lambda *a, n=name: t.f[n](*a) == s.f[n](*a)))
@@ -606,7 +607,10 @@ def co_join_member(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[st
     pending = z3.And(s.rqHasId(k), s.pend(k))
     known = z3.And(s.rqHasId(k), s.inG(k), s.gst != EMPTY)
     entry = _member_entry(s, k, lambda p: s.rqClaim(k, p), s.rqGen(k))
-    ch = {**entry, "jreq": at(k, z3.BoolVal(False), s.jreq)}
+    leaderless = u.forall([u.K], lambda x: z3.Not(s.lead(x)))
+    ch = {**entry, "jreq": at(k, z3.BoolVal(False), s.jreq),
+          # ClassicGroup.add: the first member added to a group without a leader becomes its leader
+          "lead": lambda x: z3.Or(s.lead(x), z3.And(leaderless, x == k, z3.Not(known)))}
     return z3.And(
         join_deliverable(s, k), z3.Or(new_static, pending, known),
         z3.If(s.gst == PREP, frame(s, t, ch), frame(s, t, _to_prepare(s, ch))))
@@ -746,19 +750,28 @@ def assignor_facts(s: State, assigned: Callable[[Z, Z], Z], mutants: frozenset[s
 def co_leave(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     f = z3.BoolVal(False)
     member = s.inG(k)
-    ch = {"lreq": at(k, f, s.lreq), "pend": at(k, f, s.pend), **_removal(s, k)}
+    removal = _removal(s, k, c)
+    guard = removal.pop("_guard")
+    ch = {"lreq": at(k, f, s.lreq), "pend": at(k, f, s.pend), **removal}
     return z3.And(
-        leave_deliverable(s, k),
+        leave_deliverable(s, k), z3.Implies(member, guard),
         z3.If(z3.And(member, z3.Or(s.gst == STABLE, s.gst == COMPL)), frame(s, t, _to_prepare(s, ch)),
               z3.If(member, frame(s, t, ch), frame(s, t, {"lreq": at(k, f, s.lreq), "pend": at(k, f, s.pend)}))))
 
 
-def _removal(s: State, k: Z) -> dict[str, Any]:
-    """``ClassicGroup.remove`` of k's entry (its parked JoinGroup answered UNKNOWN_MEMBER_ID)."""
+def _removal(s: State, k: Z, c: Z) -> dict[str, Any]:
+    """``ClassicGroup.remove`` of k's entry (its parked JoinGroup answered UNKNOWN_MEMBER_ID); if it
+    led the group, another member ``c`` takes over (the first remaining one in member-id order), or
+    nobody when it was the last."""
     f = z3.BoolVal(False)
-    return {"inG": at(k, f, s.inG), "awJ": at(k, f, s.awJ), "awS": at(k, f, s.awS), "lead": at(k, f, s.lead),
+    u = s.sorts
+    others = u.exists([u.K], lambda x: z3.And(s.inG(x), x != k))
+    heir_ok = z3.Implies(z3.And(s.lead(k), others), z3.And(s.inG(c), c != k))
+    return {"inG": at(k, f, s.inG), "awJ": at(k, f, s.awJ), "awS": at(k, f, s.awS),
+            "lead": lambda x: z3.If(x == k, f, z3.Or(s.lead(x), z3.And(s.lead(k), others, x == c))),
             "stored": at2(k, lambda p: f, s.stored),
-            "jrsp": at(k, z3.If(s.awJ(k), JR_UNK, s.jrsp(k)), s.jrsp)}
+            "jrsp": at(k, z3.If(s.awJ(k), JR_UNK, s.jrsp(k)), s.jrsp),
+            "_guard": heir_ok}
 
 
 @action("coordinator-offset-commit", "coordinator",
@@ -806,9 +819,11 @@ def receive_commit_answer(s: State, t: State, k: Z, c: Z, n: Any, mutants: froze
         "KIP-394 pending member; Stable / CompletingRebalance then rebalance (coordinator_timers)")
 def co_remove_member(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     f = z3.BoolVal(False)
-    ch = {**_removal(s, k), "pend": at(k, f, s.pend)}
+    removal = _removal(s, k, c)
+    guard = removal.pop("_guard")
+    ch = {**removal, "pend": at(k, f, s.pend)}
     return z3.And(
-        z3.Or(s.inG(k), s.pend(k)),
+        z3.Or(s.inG(k), s.pend(k)), z3.Implies(s.inG(k), guard),
         z3.If(z3.And(s.inG(k), z3.Or(s.gst == STABLE, s.gst == COMPL)), frame(s, t, _to_prepare(s, ch)),
               frame(s, t, ch)))
 
@@ -835,10 +850,12 @@ def co_complete_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[
     remains = u.exists([u.K], stays)
     new_leader = c  # kept if it rejoined, else some member that rejoined
     coop = z3.Bool(f"cooperative_sticky{t.tag}")
+    leader_stays = u.exists([u.K], lambda x: z3.And(stays(x), s.lead(x)))
     removal = {
         "inG": stays,
         "stored": lambda x, p: z3.And(stays(x), s.stored(x, p)),
-        "lead": lambda x: z3.And(stays(x), s.lead(x)),
+        # removing the leader hands leadership to a remaining member (ClassicGroup.remove)
+        "lead": lambda x: z3.If(leader_stays, z3.And(stays(x), s.lead(x)), z3.And(remains, x == c, stays(c))),
     }
     nobody = frame(s, t, removal)  # members remain but none rejoined: wait another rebalance timeout
     parked = lambda x: z3.And(s.inG(x), s.awJ(x))  # noqa: E731

@@ -615,7 +615,10 @@ def test_peer_reports_versions_times_and_builders(java: JavaAssignorPeer) -> Non
     subs = [member("a", ["t"], tps("t-0 t-1 t-2 t-3"), 1), member("b", ["t"])]
     result = java.run("cooperative-sticky", {"t": 4}, subs, repeat=3)
     assert len(result.runs) == 3 and result.millis == min(result.runs) and result.millis > 0
-    assert result.wall_millis >= result.millis
+    assert result.wall_millis >= sum(result.runs) + result.prepare_millis and result.prepare_millis > 0
+    assert 0 <= result.cpu_millis and result.gc_millis == 0
+    collected = java.run("cooperative-sticky", {"t": 4}, subs, gc=True)
+    assert collected.gc_millis > 0 and collected.assignment == result.assignment
     assert result.builder == "constrained" and result.transferring_source == "partitionsTransferringOwnership"
     assert result.assignment == {"a": tps("t-0 t-1"), "b": ()} and result.transferring == frozenset(tps("t-2 t-3"))
     general = java.run("cooperative-sticky", {"t": 4, "u": 1}, [*subs, member("c", ["u"])])

@@ -30,6 +30,7 @@ from tests.model.sticky_support import (
     java_bug_exposure,
     problems,
     run,
+    settle,
     validity_errors,
 )
 
@@ -266,3 +267,44 @@ def test_kafka_bug_exposure_matches_the_restatement(problem):
 
     model = kafka_bug_exposure(problem.partitions_per_topic, problem.subscriptions)
     assert {bug: set(members) for bug, members in model.items()} == java_bug_exposure(problem)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@EXAMPLES
+@given(data=st.data())
+def test_a_group_through_joins_leaves_and_resubscriptions(strategy, data):
+    """Rebalance after rebalance, members report what they were given at the current generation.
+
+    Every round is valid, and (after the cooperative follow-ups, at most 4, each checked for
+    added ∩ revoked = ∅) balanced and complete.
+    """
+    from model.types import Subscription
+
+    topics = {f"t{i}": data.draw(st.integers(1, 6), label=f"partitions of t{i}") for i in range(3)}
+    names = list(topics)
+    subscribe = st.lists(st.sampled_from(names), min_size=1, unique=True).map(tuple)
+    group: dict[str, tuple[str, ...]] = {"m0": data.draw(subscribe, label="m0 subscribes")}
+    owned: dict[str, tuple] = {}
+    generation = 1
+    next_id = 1
+    for _ in range(data.draw(st.integers(1, 5), label="rebalances")):
+        change = data.draw(st.sampled_from(["join", "leave", "resubscribe", "nothing"]), label="change")
+        if change == "join" or not group:
+            group[f"m{next_id}"] = data.draw(subscribe, label="joiner subscribes")
+            next_id += 1
+        elif change == "leave" and len(group) > 1:
+            gone = data.draw(st.sampled_from(sorted(group)), label="leaves")
+            del group[gone]
+            owned.pop(gone, None)
+        elif change == "resubscribe":
+            m = data.draw(st.sampled_from(sorted(group)), label="resubscribes")
+            group[m] = data.draw(subscribe, label="new topics")
+        problem = Problem(topics, tuple(
+            Subscription(m, ts, owned.get(m, ()), generation if m in owned else -1) for m, ts in group.items()))
+        result, final, _ = settle(strategy, problem, generation=generation + 1)
+        assert validity_errors(final, result) == []
+        assert balance_errors(final, result) == []
+        placed = sorted(p for tps in result.assignment.values() for p in tps)
+        assert placed == sorted(existing(topics, final.subscriptions))
+        owned = dict(result.assignment)
+        generation += 2

@@ -3,6 +3,8 @@ down, run through scenarios and by hand."""
 
 from __future__ import annotations
 
+import pytest
+
 from model import coordinator as co
 from model import events as ev
 from model import system as sy
@@ -223,3 +225,72 @@ def test_time_only_advances_when_nothing_else_can_happen_and_to_at_most_the_next
     assert advance == sy.ClockAdvances(3000)  # the first heartbeat
     assert sy.step(state, sy.ClockAdvances(3001), config) is None
     assert sy.step(state, sy.ClockAdvances(1500), config) is not None
+
+
+# -- what the model finds in Kafka itself ----------------------------------------------------------------
+
+
+def stale_static(auto_commit: bool) -> dict[str, object]:
+    """a (static, cooperative) gained partitions in its last generation, then its application stalls
+    just after a rebalance began and comes back right before its next heartbeat."""
+    steps = [join(0, "a", ["t"], COOP, "a-1"), join(1000, "b", ["t"], COOP),
+             {"at": 20000, "do": "leave", "member": "b"}, join(40500, "c", ["t"], COOP),
+             {"at": 41000, "do": "stall", "member": "a", "for_ms": 19700}]
+    return scenario({"t": 6}, steps, 150000, max_poll_interval_ms=20000, enable_auto_commit=auto_commit)
+
+
+def test_static_zombie_rejoining_without_auto_commit_overlaps_the_new_owner() -> None:
+    out = run_doc(stale_static(auto_commit=False))
+    single = [v for v in out.failed() if v.invariant == "single-owner"]
+    assert {str(p) for v in single for p in v.partitions} == {"t-3", "t-4", "t-5"}
+    assert all(v.known_kafka_gap == "static-zombie-rejoin" and set(v.members) == {"a", "c"} for v in single)
+    assert [v for v in out.failed() if v.known_kafka_gap is None] == []
+    # a revokes (not loses) what c has owned since the previous generation
+    (revoked,) = out.named(ev.PARTITIONS_REVOKED, "a", since=60000)
+    assert partitions(revoked) == tps("t-3", "t-4", "t-5")
+
+
+def test_with_auto_commit_the_stale_static_member_is_told_and_loses_its_partitions() -> None:
+    out = run_doc(stale_static(auto_commit=True))
+    assert out.failed() == []
+    assert {v.invariant for v in out.monitor.violations} == {"zombie-overlap"}
+    (lost,) = out.named(ev.PARTITIONS_LOST, "a")
+    assert partitions(lost) == tps(*(f"t-{i}" for i in range(6)))
+
+
+def test_a_static_leader_restarted_after_new_partitions_never_assigns_them() -> None:
+    steps = [join(0, "a", ["t"], RANGE, "a-1"), join(500, "b", ["t"], RANGE, "b-1"),  # a leads
+             {"at": 10000, "do": "stall", "member": "a", "for_ms": 3000},
+             {"at": 10000, "do": "add_partitions", "topic": "t", "count": 6},
+             {"at": 11000, "do": "restart", "member": "a"}]
+    out = run_doc(scenario({"t": 4}, steps, 60000))
+    complete = [v for v in out.failed() if v.invariant == "complete"]
+    assert complete and all(v.known_kafka_gap == "static-rejoin-keeps-stale-assignment" for v in complete)
+    assert {str(p) for p in complete[0].partitions} == {"t-4", "t-5"}
+    assert out.named(ev.COORDINATOR_REBALANCE, since=10000) == []
+
+
+def test_converges_fails_for_a_group_that_keeps_rebalancing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bounded property can fail: a member that asks to rejoin after every assignment never
+    lets the group settle."""
+    from model import member as mb
+    original = mb._on_join_complete
+
+    def restless(m: mb.Member, assignment: tuple[object, ...], now: int, events: list[dict[str, object]]) -> mb.Member:
+        return mb._request_rejoin(original(m, assignment, now, events), "restless")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mb, "_on_join_complete", restless)
+    out = run_doc(scenario({"t": 4}, [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE)], 400000))
+    assert [v.invariant for v in out.failed()] == ["converges"]
+    assert "has not settled" in out.failed()[0].message
+
+
+def test_a_sync_that_loses_the_race_to_a_follow_up_rejoin_costs_one_more_round() -> None:
+    """Cooperative, four members: b's SyncGroup arrives after c's follow-up JoinGroup started the
+    next rebalance, so b is answered REBALANCE_IN_PROGRESS and revokes one round late."""
+    steps = [join(0, m, ["orders", "audit"], COOP) for m in "a"] + \
+        [join(10000 * i, m, ["orders", "audit"], COOP) for i, m in ((1, "b"), (2, "c"), (3, "d"))]
+    out = run_doc(scenario({"orders": 8, "audit": 4}, steps, 60000), keep_transitions=True)
+    assert out.failed() == []
+    assert out.monitor.max_rebalances_after_faults == 3
+    assert out.monitor.raced_generations  # the race that earned the extra round

@@ -3,7 +3,7 @@ monitor, and look at the trace."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from model import events as ev
@@ -48,7 +48,7 @@ class Outcome:
 def run_doc(doc: dict[str, Any], *, seed: int = 0, mutants: frozenset[str] = frozenset(),
             keep_transitions: bool = False) -> Outcome:
     scenario = parse(doc)
-    monitor = Monitor(scenario.config)
+    monitor = Monitor(replace(scenario.config, mutants=mutants))
     kept: list[tuple[SystemState, Action, SystemState, tuple[dict[str, Any], ...]]] = []
 
     def observe(before: SystemState, action: Action, after: SystemState, events: tuple[dict[str, Any], ...]) -> None:

@@ -98,22 +98,24 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     names = EVENT_NAMES
     src = source.index
     n = 0
-    produced = 0
+    dropped = 0  # blank and bad lines
     with open_lines(source.path) as lines:
-        for raw in lines:
-            n += 1
+        for n, raw in enumerate(lines, 1):  # noqa: B007 -- n is read after the loop
             try:
                 obj = loads(raw)
                 name = obj.get("name")
                 if name not in names:
+                    dropped += 1
                     stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
                     continue
             except ValueError:
+                dropped += 1
                 reason = classify_bad_line(raw)
                 if reason is not None:
                     stats.skip(source, n, reason, preview(raw))
                 continue
             except (AttributeError, TypeError):  # not an object, or an unhashable "name"
+                dropped += 1
                 if isinstance(obj, dict):
                     stats.skip(source, n, MISSING_NAME, preview(raw))
                 else:
@@ -123,13 +125,13 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
             if type(ts) is not int:
                 ts = event_timestamp(obj, source.naive_offset_ms)
                 if ts is None:
+                    dropped += 1
                     stats.skip(source, n, BAD_TIMESTAMP, preview(raw))
                     continue
                 obj["timestamp"] = ts
-            produced += 1
             yield ts, src, n, n, obj
     stats.lines += n
-    stats.events_per_source[src] += produced
+    stats.events_per_source[src] += n - dropped
 
 
 def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:

@@ -53,7 +53,8 @@ import java.util.TreeMap;
  * for the request's parsing garbage). Each answer is one line:
  * <pre>
  *   {"assignment": {member: [{"topic", "partition"}...]}, "transferring": [...],
- *    "millis": m, "cpu_millis": c, "process_cpu_millis": p, "prepare_millis": q, "runs": [m1, ...],
+ *    "millis": m, "cpu_millis": c, "process_cpu_millis": p, "prepare_millis": q, "gc_millis": g,
+ *    "runs": [m1, ...],
  *    "builder": "constrained" | "general" | null,
  *    "transferring_source": "partitionsTransferringOwnership" | "derived" | null, "notes": [...]}
  * </pre>
@@ -61,7 +62,8 @@ import java.util.TreeMap;
  * {@code cpu_millis} the CPU time of the calling thread in that run (garbage collection and JIT
  * compilation run on other threads), {@code process_cpu_millis} the CPU time of the whole JVM in
  * that run; {@code prepare_millis} is the time from reading the line to the first run (parsing,
- * building the metadata and the subscriptions).
+ * building the metadata and the subscriptions), {@code gc_millis} the time spent in the requested
+ * collections.
  * or {@code {"error": {"kind": "request" | "assignor", "exception": ..., "message": ..., "at": [...]}}}
  * when the line was malformed or the assignor threw (the peer then goes on with the next line).
  *
@@ -206,6 +208,7 @@ public final class AssignorPeer {
         List<Double> runs = new ArrayList<>(repeat);
         List<Double> cpuRuns = new ArrayList<>(repeat);
         List<Double> processCpuRuns = new ArrayList<>(repeat);
+        double gcMillis = 0;
         GroupAssignment result = null;
         ConsumerPartitionAssignor assignor = null;
         Map<String, Subscription> leaderView = null;
@@ -213,8 +216,11 @@ public final class AssignorPeer {
             leaderView = leaderSubscriptions(members, wire);
             assignor = newAssignor(strategy);
             GroupSubscription groupSubscription = new GroupSubscription(leaderView);
-            if (collectGarbage)
+            if (collectGarbage) {
+                long gcStart = System.nanoTime();
                 System.gc(); // do not charge the assignor for collecting the request's garbage
+                gcMillis += (System.nanoTime() - gcStart) / 1e6;
+            }
             long processCpu = processCpuNanos();
             long cpu = THREADS.getCurrentThreadCpuTime();
             long start = System.nanoTime();
@@ -225,7 +231,7 @@ public final class AssignorPeer {
             runs.add(elapsed / 1e6);
         }
         return reply(strategy, partitionsPerTopic, members, leaderView, assignor, result,
-                new Timings(runs, cpuRuns, processCpuRuns, prepareMillis));
+                new Timings(runs, cpuRuns, processCpuRuns, prepareMillis, gcMillis));
     }
 
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
@@ -244,12 +250,14 @@ public final class AssignorPeer {
         final List<Double> cpu;
         final List<Double> processCpu;
         final double prepare;
+        final double gc;
 
-        Timings(List<Double> wall, List<Double> cpu, List<Double> processCpu, double prepare) {
+        Timings(List<Double> wall, List<Double> cpu, List<Double> processCpu, double prepare, double gc) {
             this.wall = wall;
             this.cpu = cpu;
             this.processCpu = processCpu;
             this.prepare = prepare;
+            this.gc = gc;
         }
 
         /** The index of the run with the least wall time. */
@@ -364,6 +372,7 @@ public final class AssignorPeer {
         sb.append(",\"cpu_millis\":").append(timings.cpu.get(best));
         sb.append(",\"process_cpu_millis\":").append(timings.processCpu.get(best));
         sb.append(",\"prepare_millis\":").append(timings.prepare);
+        sb.append(",\"gc_millis\":").append(timings.gc);
         sb.append(",\"runs\":[");
         for (int i = 0; i < timings.wall.size(); i++) {
             if (i > 0)

@@ -1,0 +1,367 @@
+"""The tie between the symbolic model and the executable one: replaying concrete runs through Z3.
+
+A proof about ``model.proofs.protocol_model`` is a proof about ``model.system`` only if every step
+the executable model takes is a step the symbolic relation allows. This module checks exactly that
+on runs of the executable model:
+
+* **forward** (:func:`check_step`): for a concrete transition ``s -> s'``, the abstraction
+  (``model.proofs.abstraction``) gives two valuations; Z3 must find a sequence of at most a few
+  micro-steps of the kinds the concrete action can stand for (a delivered JoinGroup: one coordinator
+  join step, then possibly the join phase completing; a timer: removals, a rebalance, a
+  completion; a poll: finishing a chain, then sending a JoinGroup; ...) leading from the first
+  valuation to the second, with every intermediate state free. A step whose abstraction does not
+  change is a stutter. A step with no such sequence is a *divergence*: the encoding and the model
+  disagree, and the check fails with both valuations and their difference.
+* **converse** (:func:`check_converse`, on small bounds): for a concrete state, every micro-step the
+  symbolic model can take from its abstraction is *realised* by some concrete action enabled there
+  (or after the clock moves to the next deadline). What is not realised is the over-approximation
+  (timers firing at any moment, assignments refused, ...), reported as counts per micro-step.
+
+Runs come from :func:`random_run`: a seeded walk over ``model.system`` (enabled actions plus faults
+from a small alphabet), so the same seed replays the same run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import z3
+
+from model import coordinator as co
+from model import system as sy
+from model.messages import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, OffsetCommitRequest, SyncGroupRequest
+from model.messages import HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse
+from model.messages import SyncGroupResponse
+from model.proofs import protocol_model as pm
+from model.proofs.abstraction import Tracker, Valuation, diff, elements, max_generation, valuation
+from model.proofs.core import Outcome, RunConfig, obligation, outcome
+from model.proofs.solver import Prover
+
+Transition = tuple[sy.SystemState, sy.Action, sy.SystemState, tuple[dict[str, Any], ...]]
+
+_COUNTER = itertools.count()
+
+
+# -- pinning a valuation in a finite encoding ------------------------------------------------------
+
+_ENUMS = {"gst": pm.GSt, "cst": pm.CSt, "fut": pm.Fut, "jrsp": pm.JR, "srsp": pm.SR, "crsp": pm.CR}
+
+
+def _enum_value(sort: Any, name: str) -> Any:
+    for i in range(sort.num_constructors()):
+        c = sort.constructor(i)
+        if c.name() == name:
+            return c()
+    raise KeyError(f"{name} is not a value of {sort}")
+
+
+@dataclass
+class Universe:
+    sorts: pm.Sorts
+    ks: dict[str, Any]
+    ps: dict[str, Any]
+    insts: dict[str, Any]
+
+    @staticmethod
+    def of(ks: Sequence[str], ps: Sequence[str], insts: Sequence[str], max_gen: int) -> Universe:
+        tag = f"r{next(_COUNTER)}"
+        sorts = pm.Sorts.finite(len(ks), len(ps), len(insts), max_gen + 2, tag=tag, expand=False)
+        assert sorts.ks is not None and sorts.ps is not None and sorts.is_ is not None
+        return Universe(sorts, dict(zip(ks, sorts.ks, strict=True)), dict(zip(ps, sorts.ps, strict=True)),
+                        dict(zip(insts, sorts.is_, strict=True)))
+
+    def arg(self, sort: Any, value: Any) -> Any:
+        if sort == self.sorts.K:
+            return self.ks[value]
+        if sort == self.sorts.P:
+            return self.ps[value]
+        if sort == self.sorts.I:
+            return self.insts[value]
+        return z3.IntVal(value)
+
+    def value(self, name: str, sort: Any, value: Any) -> Any:
+        if name in _ENUMS:
+            return _enum_value(_ENUMS[name], value)
+        if sort == z3.BoolSort():
+            return z3.BoolVal(bool(value))
+        if sort == z3.IntSort():
+            return z3.IntVal(int(value))
+        return self.arg(sort, value)
+
+
+def pin(state: pm.State, u: Universe, val: Valuation) -> list[Any]:
+    out: list[Any] = []
+    gens = set(u.sorts.gens or ())
+    for name, table in val.fields.items():
+        sig = state.sig[name]
+        for args, value in table.items():
+            if value is None:
+                continue
+            if any(isinstance(a, int) and not isinstance(a, bool) and a not in gens for a in args):
+                continue
+            term = state.f[name] if not args else state.f[name](*[u.arg(s, a) for s, a in zip(sig[:-1], args,
+                                                                                              strict=True)])
+            out.append(term == u.value(name, sig[-1], value))
+    return out
+
+
+# -- which micro-steps a concrete action can stand for ----------------------------------------------
+
+Shape = list[tuple[tuple[str, ...], str | None]]  # per micro-step: allowed actions, fixed k (element) or free
+
+
+def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> list[Shape]:
+    """Candidate micro-step sequences for one concrete action, shortest first."""
+    coordinator_followups = ("coordinator-complete-join", "coordinator-prepare-rebalance",
+                             "coordinator-remove-member")
+    if isinstance(action, sy.DeliverRequest):
+        req = before.network.head_request(action.conn)
+        k = action.conn
+        if isinstance(req, HeartbeatRequest):
+            return [[]]
+        first = {JoinGroupRequest: ("coordinator-join-new-dynamic", "coordinator-join-member",
+                                    "coordinator-join-current", "coordinator-join-rejected",
+                                    "coordinator-static-replace"),
+                 SyncGroupRequest: ("coordinator-sync",),
+                 LeaveGroupRequest: ("coordinator-leave",),
+                 OffsetCommitRequest: ("coordinator-offset-commit",)}.get(type(req), ())
+        return [[(first, k)], [(first, k), (coordinator_followups, None)]]
+    if isinstance(action, sy.DeliverResponse):
+        rsp = before.network.head_response(action.conn)
+        k = action.conn
+        if isinstance(rsp, HeartbeatResponse):
+            return [[], [(("heartbeat-illegal-generation", "heartbeat-unknown-member"), k)]]
+        if isinstance(rsp, LeaveGroupResponse):
+            return [[]]
+        kinds = {JoinGroupResponse: ("receive-join-ok", "receive-join-error"),
+                 SyncGroupResponse: ("receive-sync-ok", "receive-sync-error"),
+                 OffsetCommitResponse: ("receive-commit-answer",)}[type(rsp)]
+        return [[(kinds, k)]]
+    if isinstance(action, sy.MemberPolls):
+        m = sy.running_member(before, action.member)
+        k = m.conn if m is not None else ""
+        polls = ("poll-complete-join", "poll-failed-join", "poll-send-join", "die")
+        return [[(polls, k)], [(polls, k), (polls, k)], [(polls, k), (polls, k), (polls, k)]]
+    if isinstance(action, sy.HeartbeatThreadRuns):
+        m = sy.running_member(before, action.member)
+        k = m.conn if m is not None else ""
+        return [[], [(("heartbeat-poll-timeout",), k)]]
+    if isinstance(action, sy.CoordinatorTimerFires):
+        timers = ("coordinator-remove-member", "coordinator-prepare-rebalance", "coordinator-complete-join")
+        n = len(before.group.members) + len(before.group.pending_members) + 2
+        return [[(timers, None)] * length for length in range(1, n + 1)]
+    if isinstance(action, sy.MemberStarts):
+        p = sy.process(after, action.member)
+        return [[(("start",), p.member.conn if p and p.member else "")]]
+    if isinstance(action, sy.MemberCrashes):
+        m = sy.running_member(before, action.member)
+        return [[(("crash",), m.conn if m else "")]]
+    if isinstance(action, sy.MemberRestarts):
+        old = sy.running_member(before, action.member)
+        new = sy.running_member(after, action.member)
+        start = [(("start",), new.conn if new else "")]
+        return [[(("crash",), old.conn), *start]] if old is not None else [start]
+    if isinstance(action, sy.MemberLeaves):
+        m = sy.running_member(before, action.member)
+        return [[(("close",), m.conn if m else "")]]
+    return [[]]  # clock, stalls, resumes, subscriptions, partition counts: nothing symbolic changes
+
+
+@dataclass
+class StepCheck:
+    ok: bool
+    action: str
+    micro_steps: list[str] = field(default_factory=list)
+    stutter: bool = False
+    detail: str = ""
+    result: str = "sat"
+
+
+def _tracked(before: sy.SystemState, action: sy.Action, after: sy.SystemState, events: tuple[dict[str, Any], ...],
+             tracker: Tracker) -> Tracker:
+    nxt = tracker.copy()
+    nxt.observe(before, action, after, events)
+    return nxt
+
+
+def check_step(before: sy.SystemState, action: sy.Action, after: sy.SystemState, events: tuple[dict[str, Any], ...],
+               tracker: Tracker, after_tracker: Tracker, mutants: frozenset[str], timeout_ms: int) -> StepCheck:
+    """Is ``before -> after`` (the concrete step ``action``) a sequence of symbolic micro-steps?"""
+    ks, ps, insts = elements([before, after], after_tracker)
+    top = max_generation([before, after], after_tracker)
+    gens = range(pm.NO_GEN, top + 3)
+    va = valuation(before, tracker, ks, ps, insts, gens)
+    vb = valuation(after, after_tracker, ks, ps, insts, gens)
+    name = sy.describe(before, action)
+    if not diff(va, vb) and _same_free(va, vb):
+        return StepCheck(True, name, stutter=True)
+    u = Universe.of(ks, ps, insts, top)
+    last = "unsat"
+    for shape in shapes(before, action, after):
+        if not shape:
+            continue
+        states = [pm.State(u.sorts, f"_{i}_{next(_COUNTER)}") for i in range(len(shape) + 1)]
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*pin(states[0], u, va), *pin(states[-1], u, vb))
+        picks = []
+        for i, (allowed, fixed) in enumerate(shape):
+            k = z3.Const(f"k{i}_{next(_COUNTER)}", u.sorts.K)
+            c = z3.Const(f"c{i}_{next(_COUNTER)}", u.sorts.K)
+            if fixed is not None:
+                if fixed not in u.ks:
+                    break
+                solver.add(k == u.ks[fixed])
+            choice = z3.Int(f"a{i}_{next(_COUNTER)}")
+            options = [z3.And(choice == j, pm.action_by_name(a).relation(states[i], states[i + 1], k, c, None, mutants))
+                       for j, a in enumerate(allowed)]
+            solver.add(z3.Or(options))
+            picks.append((choice, allowed, k))
+        else:
+            answer = solver.check()
+            last = str(answer)
+            if answer == z3.sat:
+                model = solver.model()
+                steps = [f"{allowed[model.eval(ch).as_long()]}({model.eval(k)})" for ch, allowed, k in picks]
+                return StepCheck(True, name, steps)
+    changes = diff(va, vb)
+    text = "; ".join(f"{f}{list(a)}: {x} -> {y}" for f, rows in changes.items() for a, x, y in rows[:4])
+    return StepCheck(False, name, detail=text[:2000] or "only free fields changed", result=last)
+
+
+def _same_free(va: Valuation, vb: Valuation) -> bool:
+    """Both valuations pin the same entries (a field that became meaningful is a change)."""
+    return all(set(va.fields.get(f, {})) == set(vb.fields.get(f, {})) for f in set(va.fields) | set(vb.fields))
+
+
+# -- runs of the executable model -------------------------------------------------------------------
+
+def replay_config(mutants: frozenset[str] = frozenset()) -> sy.SystemConfig:
+    """Short timeouts, so that sessions expire, rebalances time out and polls stall within short runs."""
+    return sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=0),
+                           session_timeout_ms=6000, rebalance_timeout_ms=4000, heartbeat_interval_ms=1000,
+                           max_poll_interval_ms=4000, mutants=mutants)
+
+
+ASSIGNOR_CHOICES = (("cooperative-sticky",), ("range",), ("cooperative-sticky", "range"), ("roundrobin",),
+                    ("sticky",))
+
+
+def random_run(seed: int, *, members: int = 3, partitions: int = 3, steps: int = 120, faults: float = 0.08,
+               mutants: frozenset[str] = frozenset(), statics: bool = True) -> list[Transition]:
+    """A seeded walk over the executable model: enabled system actions, and now and then a fault."""
+    rng = random.Random(seed)
+    config = replay_config(mutants)
+    state = sy.initial_state(config, [("t", partitions)])
+    names = [chr(ord("a") + i) for i in range(members)]
+    coop_group = rng.random() < 0.6
+    picks = {n: (("cooperative-sticky",) if coop_group else rng.choice(ASSIGNOR_CHOICES)) for n in names}
+    statics_of = {n: (f"{n}-i" if statics and rng.random() < 0.5 else None) for n in names}
+    out: list[Transition] = []
+    for _ in range(steps):
+        action: sy.Action | None = None
+        if rng.random() < faults or not state.processes:
+            n = rng.choice(names)
+            p = sy.process(state, n)
+            if p is None or p.member is None:
+                action = sy.MemberStarts(n, ("t",), picks[n], statics_of[n])
+            else:
+                action = rng.choice([sy.MemberCrashes(n), sy.MemberRestarts(n), sy.MemberLeaves(n),
+                                     sy.MemberStalls(n, rng.choice([2000, 5000, 9000]))])
+        else:
+            enabled = sy.enabled(state)
+            if not enabled:
+                continue
+            action = rng.choice(enabled)
+        result = sy.step(state, action, config)
+        if result is None:
+            continue
+        after, events = result
+        out.append((state, action, after, tuple(events)))
+        state = after
+    return out
+
+
+@dataclass
+class ReplayResult:
+    steps: int = 0
+    stutters: int = 0
+    checked: int = 0
+    micro_steps: dict[str, int] = field(default_factory=dict)
+    failures: list[StepCheck] = field(default_factory=list)
+
+
+def replay(run: Iterable[Transition], mutants: frozenset[str] = frozenset(), timeout_ms: int = 20_000,
+           stop_at_first: bool = True) -> ReplayResult:
+    """Check every step of a run against the symbolic relation."""
+    result = ReplayResult()
+    tracker = Tracker()
+    for before, action, after, events in run:
+        nxt = tracker.copy()
+        nxt.observe(before, action, after, events)
+        check = check_step(before, action, after, events, tracker, nxt, mutants, timeout_ms)
+        result.steps += 1
+        if check.stutter:
+            result.stutters += 1
+        elif check.ok:
+            result.checked += 1
+            for s in check.micro_steps:
+                key = s.split("(")[0]
+                result.micro_steps[key] = result.micro_steps.get(key, 0) + 1
+        else:
+            result.failures.append(check)
+            if stop_at_first:
+                break
+        tracker = nxt
+    return result
+
+
+# -- the obligation -----------------------------------------------------------------------------------
+
+def _deepen(b: Any) -> dict[str, int]:
+    return {"runs": b["runs"], "members": b["members"] + 1, "partitions": b["partitions"] + 1,
+            "steps": b["steps"] * 2}
+
+
+@obligation(
+    id="replay-tie", invariant="single-owner", scope="bounded",
+    statement="the symbolic model is the executable one: every step of seeded random runs of model.system "
+              "(consumers joining, crashing, restarting, leaving, stalling; timers; any delivery order) is a "
+              "sequence of the symbolic model's micro-steps between the two abstractions",
+    source="model.system.step; model.proofs.abstraction",
+    assumptions=("timers-any-time",),
+    bounds={"runs": 6, "members": 3, "partitions": 3, "steps": 120},
+    deepen=_deepen,
+)
+def replay_tie(cfg: RunConfig) -> Outcome:
+    bounds = dict(replay_tie.bounds)
+    bounds.update(cfg.bounds or {})
+    prover = Prover(cfg.timeout_ms)
+    totals = ReplayResult()
+    for i in range(bounds["runs"]):
+        run = random_run(cfg.seed * 1000 + i, members=bounds["members"], partitions=bounds["partitions"],
+                         steps=bounds["steps"])
+        res = replay(run, timeout_ms=cfg.timeout_ms)
+        totals.steps += res.steps
+        totals.stutters += res.stutters
+        totals.checked += res.checked
+        for key, n in res.micro_steps.items():
+            totals.micro_steps[key] = totals.micro_steps.get(key, 0) + n
+        ok = not res.failures
+        note = "" if ok else f"{res.failures[0].action}: {res.failures[0].detail}"
+        prover.record(f"run {i} (seed {cfg.seed * 1000 + i}): {res.steps} concrete steps, {res.checked} matched by "
+                      f"micro-steps, {res.stutters} stutters", ok, note)
+    unused = sorted(a.name for a in pm.ACTIONS if a.name not in totals.micro_steps)
+    return outcome(prover, f"{totals.steps} concrete steps replayed: {totals.checked} matched, {totals.stutters} "
+                           "stutters, no divergence" if prover.status.value == "proved" else
+                           "the symbolic relation does not match some step of the executable model",
+                   bounds=bounds, facts={"micro_steps_used": dict(sorted(totals.micro_steps.items())),
+                                         "micro_steps_not_exercised": unused})
+
+
+OBLIGATIONS = (replay_tie,)
+_ = replace
