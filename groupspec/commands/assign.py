@@ -26,7 +26,7 @@ from groupspec.problem import ParsedProblem, load
 from groupspec.render import Document, Section, Table, write_report
 from model import mutants as mutant_registry
 from model.assignors import assign as run_assignor
-from model.assignors.sticky import StickyAssignorFailure
+from model.assignors.sticky import StickyAssignorFailure, kafka_bug_exposure
 from model.invariants.assignment import (
     ROUND_INVARIANTS,
     Claims,
@@ -98,6 +98,13 @@ def evaluate(parsed: ParsedProblem, mutants: frozenset[str] = frozenset()
         "stickiness": _stickiness_json(measure),
         "ignored_claims": [c.to_json() for c in claims.ignored],
     }
+    if parsed.strategy in ("sticky", "cooperative-sticky"):
+        # Inputs on which Kafka's own sticky assignors break a promise (docs/assignors-sticky.md):
+        # a failure here is Kafka's behaviour, reproduced on purpose, not a model bug.
+        exposed = {bug: sorted(ids) for bug, ids in
+                   kafka_bug_exposure(problem.partitions_per_topic, problem.subscriptions).items() if ids}
+        if exposed:
+            data["known_kafka_bugs"] = exposed
     code = EXIT_VIOLATION if failed else EXIT_OK
     return code, data, lambda: _document(parsed, result, verdicts, promises, claims, measure, failed)
 

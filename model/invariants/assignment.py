@@ -582,12 +582,18 @@ def _swaps(claims: Claims, assigned: Mapping[str, frozenset[TopicPartition]]) ->
 
 def revoke_before_assign(problem: AssignmentProblem, result: GroupAssignment, strategy: str,
                          facts: RoundFacts | None = None) -> Verdict:
-    """(U added) n (U revoked) is empty, on the valid claims."""
+    """(U added) n (U revoked) is empty: revoked from the valid owner, added against the claims as sent.
+
+    "Added" follows Kafka's own check (``ConsumerCoordinator.validateCooperativeAssignment``:
+    added = assigned - owned as the member sent it). A member handed back a partition it still
+    claims with a stale generation already holds it: no new overlap arises in this round (the
+    one with the valid owner was there before), so that is not an addition.
+    """
     f = _facts(problem, result, facts)
     owner = f.claims.owner
     findings = []
     for tp, revoker in f.revoked.items():
-        adders = sorted(m for m in f.holders(tp) if owner.get(tp) != m)
+        adders = sorted(m for m in f.holders(tp) if owner.get(tp) != m and tp not in f.subs[m].owned)
         if adders:
             findings.append(Finding(f"{tp} is revoked from {revoker} and assigned to {', '.join(adders)} in the "
                                     f"same round", (revoker, *adders), (tp,)))

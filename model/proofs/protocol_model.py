@@ -204,12 +204,20 @@ class State:
 Update = Mapping[str, Any]  # field -> new value (constant) or callable(args) -> new value
 
 
+#: The answers in flight to a consumer, and their payloads. The network drops an answer to a closed
+#: connection (model.network.Network.send_response), so writes to them only reach live incarnations.
+RESPONSE_FIELDS = frozenset({"jrsp", "rGen", "rLead", "srsp", "rasg", "rsGen", "crsp"})
+
+
 def frame(s: State, t: State, changes: Update) -> Z:
-    """``t`` equals ``s`` except for ``changes``; configuration fields never change."""
+    """``t`` equals ``s`` except for ``changes``; configuration fields never change; answers to dead
+    incarnations are dropped."""
     u = s.sorts
     out = []
     for name, sig in s.sig.items():
         new = changes.get(name)
+        if new is not None and name in RESPONSE_FIELDS:
+            new = _to_live(s, name, new)
         if len(sig) == 1:
             out.append(t.f[name] == (s.f[name] if new is None else new))
             continue
@@ -222,6 +230,10 @@ def frame(s: State, t: State, changes: Update) -> Z:
         else:
             out.append(u.forall(arg_sorts, lambda *a, n=name, fn=new: t.f[n](*a) == fn(*a)))
     return z3.And(out)
+
+
+def _to_live(s: State, name: str, new: Callable[..., Z]) -> Callable[..., Z]:
+    return lambda x, *rest: z3.If(s.alive(x), new(x, *rest), s.f[name](x, *rest))
 
 
 def _int_frame(s: State, t: State, name: str, arg_sorts: Sequence[Any]) -> Z:

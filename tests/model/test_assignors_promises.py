@@ -91,8 +91,7 @@ def follow_up(problem: AssignmentProblem, result: GroupAssignment, generation: i
 # ---------------------------------------------------------------- Kafka behaviour the model keeps on purpose
 #
 # The sticky assignors reproduce three Java bugs (model/assignors/sticky_claims.py and sticky_general.py
-# say why), and the general builder computes cooperative-sticky's transferring partitions from the raw
-# claims while ``revoke-before-assign`` judges the valid ones. On inputs that reach them, a promise
+# say why). On inputs that reach them, a promise
 # fails *as it fails in Kafka*. Each allowance below names the input that reaches it and accepts only
 # the findings that input explains; every other failure fails the test. ``test_known_kafka_breaks_*``
 # pins one input per allowance, so none of them is dead.
@@ -139,12 +138,6 @@ def explained(problem: AssignmentProblem, result: GroupAssignment, invariant: st
         # test_known_kafka_break_stale_previous_owner_can_unbalance pins one
         return any(explained(problem, result, SUBSCRIBED_ONLY, f)
                    for f in subscribed_only(problem, result, "sticky").findings)
-    if invariant == REVOKE_BEFORE_ASSIGN:
-        # computePartitionsTransferringOwnership (general builder) uses the raw claims: a partition
-        # handed back to a member whose claim of it is stale is not "added", so it is not withheld.
-        (tp,) = finding.partitions
-        adders = [m for m, tps in result.assignment.items() if tp in tps]
-        return _general_path(problem) and all(tp in subs[m].owned for m in adders if m in subs)
     return False
 
 
@@ -274,17 +267,17 @@ def test_known_kafka_break_null_pointer_on_a_fixed_previous_owner() -> None:
     assert run_assignor("sticky", problem) is None
 
 
-def test_known_kafka_break_partition_handed_back_to_a_stale_claimer_is_not_withheld() -> None:
+def test_partition_handed_back_to_a_stale_claimer_is_not_an_addition() -> None:
     # a (generation 5) owns t0-0 and t0-1; b's claim of t0-0 is from generation 4. Unequal subscriptions
     # (b also lists a topic without metadata) select the general builder, which moves t0-0 back to its
-    # previous owner b; computePartitionsTransferringOwnership sees b's raw claim, so nothing is withheld
-    # and b is given t0-0 in the round in which a revokes it.
+    # previous owner b; computePartitionsTransferringOwnership sees b's claim as sent, so nothing is
+    # withheld. b still holds t0-0 (it never revoked it), so no new overlap arises in this round: as in
+    # Kafka's validateCooperativeAssignment, a partition a member claims is not "added" to it.
     problem = _round({"t0": 2}, Subscription("a", ("t0",), _tps("t0-0", "t0-1"), 5),
                      Subscription("b", ("t0", "gone"), _tps("t0-0"), 4))
-    assert _failing("cooperative-sticky", problem) == {
-        REVOKE_BEFORE_ASSIGN: ["t0-0 is revoked from a and assigned to b in the same round"]}
     result = assign("cooperative-sticky", problem.partitions_per_topic, problem.subscriptions)
-    assert unexplained("cooperative-sticky", problem, result) == []
+    assert result.assignment["b"] == _tps("t0-0") and not result.transferring
+    assert _failing("cooperative-sticky", problem) == {}
 
 
 def test_mutant_coop_no_withhold_breaks_revoke_before_assign() -> None:

@@ -250,11 +250,16 @@ def test_revoke_before_assign_flags_a_partition_moved_in_one_round() -> None:
     assert not v.held and v.findings[0].members == ("a", "b")
 
 
-def test_revoke_before_assign_uses_valid_claims_not_stale_ones() -> None:
-    # b's claim of t-0 is stale (generation 2 < 5): handing t-0 back to b while a still owns it is a move.
+def test_revoke_before_assign_revokes_from_the_valid_owner_and_adds_against_claims_as_sent() -> None:
+    # b's claim of t-0 is stale (generation 2 < 5) but b still holds t-0: handing it back to b is no
+    # addition (Kafka's validateCooperativeAssignment), so no new overlap arises in this round.
     p = problem({"t": 1}, member("a", "t", "t-0", 5), member("b", "t", "t-0", 2))
-    assert not revoke_before_assign(p, result(a="", b="t-0"), "cooperative-sticky").held
+    assert revoke_before_assign(p, result(a="", b="t-0"), "cooperative-sticky").held
     assert revoke_before_assign(p, result(a="t-0", b=""), "cooperative-sticky").held
+    # c never claimed t-0: giving it to c while a (the valid owner) revokes it is a move in one round.
+    p = problem({"t": 1}, member("a", "t", "t-0", 5), member("c", "t", "", 2))
+    v = revoke_before_assign(p, result(a="", c="t-0"), "cooperative-sticky")
+    assert not v.held and v.findings[0].members == ("a", "c")
 
 
 # ---------------------------------------------------------------- revoke-only-moved

@@ -53,7 +53,7 @@ def events(draw: Any) -> list[dict[str, Any]]:
     return out
 
 
-@settings(max_examples=3000)
+@settings(max_examples=150)
 @given(events())
 def test_any_events_give_a_report(trace: list[dict[str, Any]]) -> None:
     report = check_events(trace)
