@@ -240,8 +240,14 @@ def _same_free(va: Valuation, vb: Valuation) -> bool:
 
 # -- runs of the executable model -------------------------------------------------------------------
 
-def replay_config(mutants: frozenset[str] = frozenset()) -> sy.SystemConfig:
-    """Short timeouts, so that sessions expire, rebalances time out and polls stall within short runs."""
+def replay_config(mutants: frozenset[str] = frozenset(), variant: int = 0) -> sy.SystemConfig:
+    """Short timeouts, so that sessions expire, rebalances time out and polls stall within short runs.
+    Variant 1 has a rebalance timeout well below max.poll.interval.ms, so that a stalled static member
+    can miss a whole rebalance without leaving."""
+    if variant == 1:
+        return sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=0),
+                               session_timeout_ms=10000, rebalance_timeout_ms=3000, heartbeat_interval_ms=1000,
+                               max_poll_interval_ms=8000, mutants=mutants)
     return sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=0),
                            session_timeout_ms=6000, rebalance_timeout_ms=4000, heartbeat_interval_ms=1000,
                            max_poll_interval_ms=4000, mutants=mutants)
@@ -255,7 +261,7 @@ def random_run(seed: int, *, members: int = 3, partitions: int = 3, steps: int =
                mutants: frozenset[str] = frozenset(), statics: bool = True) -> list[Transition]:
     """A seeded walk over the executable model: enabled system actions, and now and then a fault."""
     rng = random.Random(seed)
-    config = replay_config(mutants)
+    config = replay_config(mutants, seed % 2)
     state = sy.initial_state(config, [("t", partitions)])
     names = [chr(ord("a") + i) for i in range(members)]
     coop_group = rng.random() < 0.6
@@ -271,6 +277,7 @@ def random_run(seed: int, *, members: int = 3, partitions: int = 3, steps: int =
                 action = sy.MemberStarts(n, ("t",), picks[n], statics_of[n])
             else:
                 action = rng.choice([sy.MemberCrashes(n), sy.MemberRestarts(n), sy.MemberLeaves(n),
+                                     sy.MemberStalls(n, rng.choice([2000, 5000, 9000])),
                                      sy.MemberStalls(n, rng.choice([2000, 5000, 9000]))])
         else:
             enabled = sy.enabled(state)

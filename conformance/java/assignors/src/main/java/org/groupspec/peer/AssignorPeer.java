@@ -203,6 +203,7 @@ public final class AssignorPeer {
         for (Member m : members)
             wire.add(ConsumerProtocol.serializeSubscription(memberSubscription(strategy, m)));
 
+        Map<String, Subscription> leaderView = leaderSubscriptions(members, wire);
         double prepareMillis = (System.nanoTime() - received) / 1e6;
 
         List<Double> runs = new ArrayList<>(repeat);
@@ -211,9 +212,12 @@ public final class AssignorPeer {
         double gcMillis = 0;
         GroupAssignment result = null;
         ConsumerPartitionAssignor assignor = null;
-        Map<String, Subscription> leaderView = null;
         for (int r = 0; r < repeat; r++) {
-            leaderView = leaderSubscriptions(members, wire);
+            // The sticky assignors read user data through the buffer's position; they rewind it
+            // themselves before a second read (prepopulateCurrentAssignments), so do we before a run.
+            for (Subscription s : leaderView.values())
+                if (s.userData() != null)
+                    s.userData().rewind();
             assignor = newAssignor(strategy);
             GroupSubscription groupSubscription = new GroupSubscription(leaderView);
             if (collectGarbage) {
