@@ -46,7 +46,10 @@ def ownership_timeline(events: Sequence[Mapping[str, Any]], title: str) -> Timel
                     del open_[(tp, who)]
     for (tp, who), start in open_.items():
         lanes.setdefault(tp, []).append((start, None, who))
-    return Timeline(title, {tp: sorted(ivs) for tp, ivs in sorted(lanes.items())})
+    def order(iv: tuple[int, int | None, str]) -> tuple[int, int, str]:
+        return (iv[0], iv[1] if iv[1] is not None else 2**62, iv[2])
+
+    return Timeline(title, {tp: sorted(ivs, key=order) for tp, ivs in sorted(lanes.items())})
 
 
 _EVENT_COLUMNS = ["#", "time (ms)", "event", "member", "generation", "partitions", "details"]

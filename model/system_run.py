@@ -185,12 +185,12 @@ class Scheduler:
 
 
 def simulate(scenario: Scenario, *, seed: int = 0, mutants: frozenset[str] = frozenset(),
-             observer: Observer | None = None, max_transitions: int = 50_000_000) -> Run:
+             observer: Observer | None = None, max_transitions_per_instant: int = 200_000) -> Run:
     """Run ``scenario`` to its ``until`` under the scheduling policy, with ``mutants`` switched on.
 
     ``observer(before, action, after, events)`` is called after every transition (the invariant
-    monitor uses it). ``max_transitions`` guards against a model bug that would never let time
-    advance; hitting it raises ``RuntimeError``.
+    monitor uses it). ``max_transitions_per_instant`` guards against a model bug that would never
+    let time advance (a rebalance loop taking no time); hitting it raises ``RuntimeError``.
     """
     config = replace(scenario.config, mutants=frozenset(mutants))
     scheduler = Scheduler(random.Random(seed))
@@ -213,7 +213,10 @@ def simulate(scenario: Scenario, *, seed: int = 0, mutants: frozenset[str] = fro
         run.transitions += 1
         return True
 
+    instant, at_instant = state.now, 0
     while True:
+        if state.now != instant:
+            instant, at_instant = state.now, 0
         while next_step < len(steps) and steps[next_step].at <= state.now:
             step = steps[next_step]
             if not take(step.action):
@@ -222,8 +225,10 @@ def simulate(scenario: Scenario, *, seed: int = 0, mutants: frozenset[str] = fro
             next_step += 1
         action = scheduler.choose(state)
         if action is not None:
-            if run.transitions >= max_transitions:
-                raise RuntimeError(f"no progress after {max_transitions} transitions at {state.now} ms")
+            at_instant += 1
+            if at_instant > max_transitions_per_instant:
+                raise RuntimeError(f"time does not advance: {max_transitions_per_instant} transitions at "
+                                   f"{state.now} ms")
             take(action, trusted=True)
             continue
         targets = [scenario.until + 1]

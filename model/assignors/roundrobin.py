@@ -50,7 +50,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
-from model.assignors.order import sorted_members
+from model.assignors.order import java_string_key, sorted_members
 from model.assignors.range import topic_partitions
 from model.mutants import validate
 from model.types import GroupAssignment, Subscription, TopicPartition
@@ -76,7 +76,7 @@ def dealing_runs(partitions_per_topic: Mapping[str, int], subscribers: Mapping[s
     ``split_topics`` makes every topic its own run (used by the mutant).
     """
     runs: list[tuple[tuple[int, ...], list[TopicPartition]]] = []
-    for topic in sorted(subscribers):
+    for topic in sorted(subscribers, key=java_string_key):  # TreeSet: String.compareTo order
         num_partitions = partitions_per_topic.get(topic, 0)
         if num_partitions <= 0:
             continue

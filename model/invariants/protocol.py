@@ -418,6 +418,7 @@ class Monitor:
     _must_revoke: dict[str, bool] = field(default_factory=dict)  # eager conn -> assigned since last revoke
     _static: dict[str, _StaticCheck] = field(default_factory=dict)
     _told_stale: set[str] = field(default_factory=set)  # conns answered a fencing error while owning
+    _reported_at: int = -1  # the disturbance a converges violation was last reported for
     _static_rejoined_generation: int = -1  # last generation a static member rejoined with no rebalance
     _generation: int = 0
 
@@ -590,13 +591,17 @@ class Monitor:
             m = sy.member_by_conn(before, action.conn)
             if isinstance(r, SyncGroupResponse) and r.error is Errors.REBALANCE_IN_PROGRESS and m is not None:
                 self.raced_generations.add(m.generation.generation_id)
-        self.rebalances_since_disturbance += sum(1 for e in events if e["name"] == ev.COORDINATOR_REBALANCE)
+        rebalances = sum(1 for e in events if e["name"] == ev.COORDINATOR_REBALANCE)
+        if rebalances:  # a settled group that rebalances again, with no disturbance, keeps counting
+            self.rebalances_since_disturbance += rebalances
+            self.settled_since_disturbance = False
         if not self.settled_since_disturbance and after.network.empty() and settled(after):
             self.settled_since_disturbance = True
             bound = rebalance_bound(after) + len(self.raced_generations)
             self.max_rebalances_after_faults = max(self.max_rebalances_after_faults,
                                                    self.rebalances_since_disturbance)
-            if self.rebalances_since_disturbance > bound:
+            if self.rebalances_since_disturbance > bound and self._reported_at != self.last_disturbance:
+                self._reported_at = self.last_disturbance
                 self.violations.append(Violation(
                     CONVERGES, after.now, f"the group took {self.rebalances_since_disturbance} rebalances to "
                     f"settle after the last disturbance at {self.last_disturbance} ms (bound {bound})"))

@@ -118,7 +118,7 @@ class Tracker:
                 old, new = e["member_id"], e["replaced_by"]
                 old_el = self.holder.get(old)
                 self.holder.setdefault(new, self.holder.get(new, conn or f"ghost:{new}"))
-                gen = after.group.generation
+                gen = before.group.generation  # the replacement precedes any join completion in this step
                 for key, el in list(self.asg.items()):
                     if key[0] == gen and el == old_el:
                         self.asg[key] = self.holder[new]
@@ -156,7 +156,7 @@ class Tracker:
             ghost = f"ghost:{old}"
             self.holder[old] = ghost
             self.ghosts.add(ghost)
-            gen = after.group.generation
+            gen = before.group.generation
             for key, el in list(self.asg.items()):
                 if key[0] == gen and el == m0.conn:
                     self.asg[key] = ghost
@@ -267,20 +267,18 @@ def elements(states: Iterable[sy.SystemState], tracker: Tracker) -> tuple[list[s
                 insts.add(p.config.instance_id)
         for topic, count in st.metadata:
             ps.update(f"{topic}-{i}" for i in range(count))
-        for m in st.group.members:
-            ps.update(tp_name(tp) for tp in (*m.assignment, *claims_of(m)))
-            if m.instance_id is not None:
-                insts.add(m.instance_id)
-        for m in sy.running(st):
-            ps.update(tp_name(tp) for tp in m.owned)
-    for mid, el in tracker.holder.items():
-        ks.add(el)
-        del mid
+        for entry in st.group.members:
+            ps.update(tp_name(tp) for tp in (*entry.assignment, *claims_of(entry)))
+            if entry.instance_id is not None:
+                insts.add(entry.instance_id)
+        for consumer in sy.running(st):
+            ps.update(tp_name(tp) for tp in consumer.owned)
+    ks.update(tracker.holder.values())
     ps.update(key[1] for key in tracker.asg)
     for _name, cfg in tracker.incarnations.values():
         if cfg.instance_id is not None:
             insts.add(cfg.instance_id)
-    return sorted(ks), sorted(ps) or ["(none)"], sorted(insts) or ["(none)"]
+    return sorted(ks) or ["(unused)"], sorted(ps) or ["(none)"], sorted(insts) or ["(none)"]
 
 
 def valuation(state: sy.SystemState, tracker: Tracker, ks: list[str], ps: list[str], insts: list[str],
@@ -295,8 +293,8 @@ def valuation(state: sy.SystemState, tracker: Tracker, ks: list[str], ps: list[s
     v.put("badCommit", (), tracker.bad_commit)
 
     entries: dict[str, co.Member] = {}
-    for m in g.members:
-        entries[tracker.holder.get(m.member_id, f"ghost:{m.member_id}")] = m
+    for entry in g.members:
+        entries[tracker.holder.get(entry.member_id, f"ghost:{entry.member_id}")] = entry
     pending = {tracker.holder.get(p.member_id, f"ghost:{p.member_id}") for p in g.pending_members}
     running: dict[str, mb.Member] = {m.conn: m for m in sy.running(state)}
     used = {f"{p.config.name}#{i}" for _, p in state.processes for i in range(1, p.incarnation + 1)}
@@ -392,9 +390,9 @@ def valuation(state: sy.SystemState, tracker: Tracker, ks: list[str], ps: list[s
             v.put("rGen", (k,), jr.generation)
             v.put("rLead", (k,), jr.leader == jr.member_id and not jr.skip_assignment)
         if sr is not None and sr.error is Errors.NONE:
-            given = {tp_name(tp) for tp in sr.assignment}
+            answered = {tp_name(tp) for tp in sr.assignment}
             for p in ps:
-                v.put("rasg", (k, p), p in given)
+                v.put("rasg", (k, p), p in answered)
             if k in tracker.rs_gen:
                 v.put("rsGen", (k,), tracker.rs_gen[k])
 

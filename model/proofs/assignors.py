@@ -68,7 +68,7 @@ def _try_assign(prover: Prover, name: str, strategy: str, ppt: dict[str, int], s
 def _range_split(P: Z, C: Z) -> tuple[Z, Z, list[Z]]:
     """``q = P / C`` and ``r = P % C`` as the defining constraints (C >= 1)."""
     q, r = z3.Ints("q r")
-    return q, r, [C >= 1, P >= 0, q >= 0, P == q * C + r, r >= 0, r < C]
+    return q, r, [C >= 1, P >= 0, q >= 0, q * C + r == P, r >= 0, r < C]
 
 
 def _range_inv(i: Z, nxt: Z, extra: Z, q: Z, r: Z, C: Z) -> Z:
@@ -219,9 +219,9 @@ def range_balance(cfg: RunConfig) -> Outcome:
     q, r, split = _range_split(P, C)
     ni, nj = q + _b2i(i < r), q + _b2i(j < r)
     prover.valid("balance: any two subscribers' counts of the topic differ by at most one",
-                 z3.And(ni - nj <= 1, nj - ni <= 1), [*split, 0 <= i, i < C, 0 <= j, j < C])
+                 z3.And(ni - nj <= 1, nj - ni <= 1), [*split, i >= 0, i < C, j >= 0, j < C])
     prover.witness("tight: some topic gives two subscribers different counts",
-                   [*split, 0 <= i, i < C, 0 <= j, j < C, ni != nj])
+                   [*split, i >= 0, i < C, j >= 0, j < C, ni != nj])
     checked = _range_crosscheck(prover, _RANGE_SIZES) + _range_crosscheck_unequal(prover)
     prover.record(f"encoding agrees with model.assignors.range on {checked} concrete instances",
                   checked == len(_RANGE_SIZES) + 1)
@@ -288,7 +288,7 @@ def _rr_inv(k: Z, qk: Z, rk: Z, pos: Z, cnt: Z, i: Z, N: Z) -> Z:
 def roundrobin_balance(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
     N, k, qk, rk, pos, cnt, i = z3.Ints("N k qk rk pos cnt i")
-    dom = [N >= 1, 0 <= i, i < N, k >= 0]
+    dom = [N >= 1, i >= 0, i < N, k >= 0]
     prover.valid("init: no partition yet, iterator at the first member",
                  _rr_inv(z3.IntVal(0), z3.IntVal(0), z3.IntVal(0), z3.IntVal(0), z3.IntVal(0), i, N), dom)
     inv = _rr_inv(k, qk, rk, pos, cnt, i, N)
@@ -302,9 +302,9 @@ def roundrobin_balance(cfg: RunConfig) -> Outcome:
     j, cj = z3.Ints("j cj")
     prover.valid("exit: any two members' counts differ by at most one",
                  z3.And(cnt - cj <= 1, cj - cnt <= 1),
-                 [*dom, 0 <= j, j < N, inv, _rr_inv(k, qk, rk, pos, cj, j, N)])
+                 [*dom, j >= 0, j < N, inv, _rr_inv(k, qk, rk, pos, cj, j, N)])
     prover.witness("tight: two members can get different counts",
-                   [*dom, 0 <= j, j < N, inv, _rr_inv(k, qk, rk, pos, cj, j, N), cnt != cj])
+                   [*dom, j >= 0, j < N, inv, _rr_inv(k, qk, rk, pos, cj, j, N), cnt != cj])
     if cfg.mutants:
         return _rr_counterexample(prover, cfg)
     checked = 0
@@ -379,7 +379,7 @@ class _Claims:
     """
 
     def __init__(self, u: Universe, tag: str) -> None:
-        M, Pt, B, I = u.member, u.partition, z3.BoolSort(), z3.IntSort()
+        M, Pt, B = u.member, u.partition, z3.BoolSort()
         self.u = u
         self.kept = z3.Function(f"kept{tag}", M, Pt, B)
         self.has = z3.Function(f"has{tag}", Pt, B)
@@ -452,9 +452,9 @@ def _claims_single_owner(s: _Claims) -> Z:
 def _claims_bmc(mutants: frozenset[str], timeout_ms: int) -> Any:
     """Smallest reachable double keep: a finite run of the claim loop (2 members, 1 partition)."""
     u = Universe.finite(2, 1, tag="claims")
-    M, Pt, I, B = u.member, u.partition, z3.IntSort(), z3.BoolSort()
+    M, Pt, Int, B = u.member, u.partition, z3.IntSort(), z3.BoolSort()
     claim = z3.Function("claim_b", M, Pt, B)
-    gen = z3.Function("gen_b", M, I)
+    gen = z3.Function("gen_b", M, Int)
     steps = 2
     states = [_Claims(u, f"_b{k}") for k in range(steps + 1)]
     solver = z3.Solver()
@@ -490,9 +490,9 @@ def _claims_bmc(mutants: frozenset[str], timeout_ms: int) -> Any:
 def sticky_claims_single_owner(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
     u = Universe.unbounded("claims")
-    M, Pt, I, B = u.member, u.partition, z3.IntSort(), z3.BoolSort()
+    M, Pt, Int, B = u.member, u.partition, z3.IntSort(), z3.BoolSort()
     claim = z3.Function("claim", M, Pt, B)
-    gen = z3.Function("gen", M, I)
+    gen = z3.Function("gen", M, Int)
     s, t = _Claims(u, "0"), _Claims(u, "1")
     m, p = z3.Const("m", M), z3.Const("p", Pt)
     prover.valid("init: before any claim is processed the loop invariant holds",
@@ -576,7 +576,7 @@ def _sticky_claims_crosscheck(prover: Prover, cfg: RunConfig) -> int:
 
 def _quota_split(P: Z, N: Z) -> tuple[Z, Z, Z, list[Z]]:
     minq, maxq, r = z3.Ints("minQuota maxQuota r")
-    return minq, maxq, r, [N >= 1, P >= 0, minq >= 0, P == minq * N + r, r >= 0, r < N,
+    return minq, maxq, r, [N >= 1, P >= 0, minq >= 0, minq * N + r == P, r >= 0, r < N,
                            maxq == minq + _b2i(r > 0)]
 
 
@@ -603,17 +603,17 @@ def _quota_step(s: _QuotaState, t: _QuotaState, o: Z, minq: Z, maxq: Z, r: Z) ->
     under, keeper, other, kept = _quota_member(o, s.c, minq, maxq, r)
     c2 = s.c + _b2i(keeper)
     return z3.And(
-        t.i == s.i + 1, t.c == c2, t.K == s.K + kept, t.D == s.D + _If(under, minq - o, 0),
-        t.U == s.U + _b2i(under),
+        t.i == s.i + 1, t.c == c2, s.K + kept == t.K, s.D + _If(under, minq - o, 0) == t.D,
+        s.U + _b2i(under) == t.U,
         # keeper reaching the expected number clears the exactly-min list; an "other" member is
         # added to it while the expected number is not reached.
-        t.E == _If(z3.And(keeper, c2 == r), 0, s.E + _b2i(z3.And(other, s.c < r))))
+        _If(z3.And(keeper, c2 == r), 0, s.E + _b2i(z3.And(other, s.c < r))) == t.E)
 
 
 def _quota_inv(s: _QuotaState, minq: Z, r: Z) -> Z:
-    return z3.And(s.i >= 0, 0 <= s.c, s.c <= r, s.c <= s.i, s.D >= 0, 0 <= s.U, s.U <= s.i - s.c,
-                  s.K + s.D == s.i * minq + s.c,
-                  z3.Implies(s.c < r, s.E == s.i - s.c - s.U), z3.Implies(s.c >= r, s.E == 0))
+    return z3.And(s.i >= 0, s.c >= 0, s.c <= r, s.c <= s.i, s.D >= 0, s.U >= 0, s.i - s.c >= s.U,
+                  s.i * minq + s.c == s.K + s.D,
+                  z3.Implies(s.c < r, s.i - s.c - s.U == s.E), z3.Implies(s.c >= r, s.E == 0))
 
 
 def _quota_prove(prover: Prover) -> None:
@@ -635,7 +635,7 @@ def _quota_prove(prover: Prover) -> None:
     prover.valid("exit: the unassigned partitions fill every under-minQuota member to minQuota, and what "
                  "is left (r - c) fits the exactly-minQuota members, one each; so verifyUnfilledMembers "
                  "never throws and exactly P % N members end at maxQuota",
-                 z3.And(L >= s.D, L - s.D == r - s.c, z3.Implies(s.c < r, s.E + s.U >= r - s.c)),
+                 z3.And(L >= s.D, r - s.c == L - s.D, z3.Implies(s.c < r, r - s.c <= s.E + s.U)),
                  [*split, _quota_inv(s, minq, r), s.i == N])
 
 
@@ -649,7 +649,7 @@ def _quota_member_claim(prover: Prover) -> None:
     in_exactly_min = z3.Or(under,  # filled to minQuota in step 3, then moved to the exactly-min list
                            z3.And(other, cj < r, cN < r))  # added in step 1 and never cleared
     final = _If(keeper, maxq, minq) + _b2i(polled)
-    premises = [*split, oj >= 0, 0 <= cj, cj <= r,  # the loop invariant before j
+    premises = [*split, oj >= 0, cj >= 0, cj <= r,  # the loop invariant before j
                 cj2 <= cN, cN <= r,  # the maxQuota count only grows, up to r (step lemma)
                 z3.Implies(polled, z3.And(in_exactly_min, cN < r))]  # only r - c_N > 0 polls remain
     prover.witness("non-vacuous: a member can be polled for the extra partition", [*premises, polled])
@@ -668,7 +668,7 @@ def _quota_crosscheck(prover: Prover, cfg: RunConfig) -> int:
     """
     rng = random.Random(cfg.seed + 1)
     checked = 0
-    total = 60
+    total = 30
     for _ in range(total):
         n = rng.randint(1, 5)
         P = rng.randint(0, 12)
@@ -690,7 +690,7 @@ def _quota_crosscheck(prover: Prover, cfg: RunConfig) -> int:
         solver.set("timeout", cfg.timeout_ms)
         minq, maxq, r = P // n, -(-P // n), P % n
         order = [z3.Int(f"order{k}") for k in range(n)]
-        solver.add(z3.Distinct(order), *[z3.And(0 <= x, x < n) for x in order])
+        solver.add(z3.Distinct(order), *[z3.And(x >= 0, x < n) for x in order])
         c = z3.IntVal(0)
         polled = [z3.Bool(f"polled{x}") for x in range(n)]
         cs_before: list[Any] = []
@@ -891,11 +891,11 @@ def coop_withhold(cfg: RunConfig) -> Outcome:
     checked, divergences = _withhold_crosscheck(prover, cfg) if not cfg.mutants else (0, [])
     summary = "cooperative-sticky never adds a partition that another member is revoking in the same generation"
     if cex_model is None or not cfg.mutants:
-        facts: dict[str, Any] = {"cross_checked": checked}
+        found: dict[str, Any] = {"cross_checked": checked}
         if divergences:
-            facts["general_builder_valid_claims_divergences"] = divergences[:3]
-            facts["general_builder_valid_claims_divergence_count"] = len(divergences)
-        return outcome(prover, summary, facts=facts)
+            found["general_builder_valid_claims_divergences"] = divergences[:3]
+            found["general_builder_valid_claims_divergence_count"] = len(divergences)
+        return outcome(prover, summary, facts=found)
     return _withhold_counterexample(prover, cfg)
 
 
@@ -907,16 +907,16 @@ def _withhold_counterexample(prover: Prover, cfg: RunConfig) -> Outcome:
     solver = z3.Solver()
     solver.set("timeout", cfg.timeout_ms)
     solver.add(*split, N >= 2, N <= 4, P <= 8, *[x >= 0 for x in o], z3.Sum(o) <= P)
-    solver.add(*[z3.Implies(N <= x, o[x] == 0) for x in range(4)])
+    solver.add(*[z3.Implies(x >= N, o[x] == 0) for x in range(4)])
     # someone owns more than maxQuota (must give some up) while someone is under minQuota (takes them)
-    solver.add(z3.Or([o[x] > maxq for x in range(4)]), z3.Or([z3.And(N > x, o[x] < minq) for x in range(4)]))
+    solver.add(z3.Or([o[x] > maxq for x in range(4)]), z3.Or([z3.And(x < N, o[x] < minq) for x in range(4)]))
     for _ in range(20):
         if solver.check() != z3.sat:
             break
         model = solver.model()
         n, parts = model_int(model, N), model_int(model, P)
         owned = [model_int(model, o[x]) for x in range(n)]
-        solver.add(z3.Or(N != n, P != parts, *[o[x] != owned[x] for x in range(n)]))
+        solver.add(z3.Or(n != N, parts != P, *[o[x] != owned[x] for x in range(n)]))
         nxt = 0
         subs = []
         for x in range(n):

@@ -42,7 +42,7 @@ def verdict(invariant: str, strategy: str, partitions_per_topic: Mapping[str, in
             subs: Sequence[Subscription], result: GroupAssignment) -> Verdict:
     """The catalogue predicate ``invariant`` (model.invariants.assignment) on one round."""
     problem = AssignmentProblem.of(partitions_per_topic, subs)
-    return PREDICATES[invariant](problem, result, strategy)
+    return PREDICATES[invariant](problem, result, strategy, None)
 
 
 def added_and_revoked_raw(subs: Sequence[Subscription], result: GroupAssignment) -> set[TopicPartition]:

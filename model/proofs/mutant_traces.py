@@ -99,6 +99,14 @@ def _monitor_detector(invariant: str) -> Detector:
     return detect
 
 
+# The shape of the runs searched for each property: (members, partitions, steps, fault rate, config variant).
+RUN_SHAPES: dict[str, tuple[int, int, int, float, int | None]] = {
+    "rejected-generation-dropped": (3, 3, 200, 0.12, None),
+    "commits-from-current-generation": (2, 2, 150, 0.15, 1),  # rebalance timeout < max.poll.interval.ms
+    "added-only-to-its-assignee": (3, 3, 150, 0.1, None),
+    "static-rejoin": (3, 2, 150, 0.12, None),
+}
+
 # Which concrete check stands for which symbolic invariant, and its catalogue id.
 DETECTORS: dict[str, tuple[str, Detector, bool]] = {
     "rejected-generation-dropped": ("generation-monotonic", _kept_rejected_generation, False),
@@ -109,10 +117,13 @@ DETECTORS: dict[str, tuple[str, Detector, bool]] = {
 
 
 def search(mutants: frozenset[str], detector: Detector, seed: int, runs: int = SEARCH_RUNS,
-           per_step: bool = True) -> tuple[list[Transition], int, str] | None:
+           per_step: bool = True, shape: tuple[int, int, int, float, int | None] = (3, 3, 200, 0.12, None)
+           ) -> tuple[list[Transition], int, str] | None:
     """The first seeded run (with the mutants) whose step violates the detector's property."""
+    members, partitions, steps, faults, variant = shape
     for n in range(runs):
-        run = rp.random_run(seed * 100_000 + n, members=3, partitions=3, steps=250, faults=0.12, mutants=mutants)
+        run = rp.random_run(seed * 100_000 + n, members=members, partitions=partitions, steps=steps, faults=faults,
+                            mutants=mutants, variant=variant)
         if per_step:
             for i in range(len(run)):
                 why = detector(run, i)
@@ -168,7 +179,7 @@ def refute(mutants: frozenset[str], names: Sequence[str], cfg: RunConfig) -> Fou
         return Found(f"no concrete check is defined for {', '.join(names)}")
     for name in targets:
         catalogue_id, detector, whole_run = DETECTORS[name]
-        hit = search(mutants, detector, cfg.seed, per_step=not whole_run)
+        hit = search(mutants, detector, cfg.seed, per_step=not whole_run, shape=RUN_SHAPES[name])
         if hit is None:
             continue
         run, seed, why = hit

@@ -76,16 +76,20 @@ def _induction(prover: Prover, names: Sequence[str], mutants: frozenset[str],
     prover.valid("initiation: the initial state satisfies " + ", ".join(names), group, [pm.initial(f.s)])
     post = z3.And([INVARIANTS[n].build(f.t) for n in names])
     broken: list[str] = []
+    solver = prover.incremental(f.pre)  # the inductive hypothesis, asserted once
     for a in pm.ACTIONS:
         rel = a.relation(f.s, f.t, f.k, f.c, None, mutants)
-        cex = prover.valid(f"consecution: {a.name} preserves them", post, [*f.pre, rel])
-        if cex is not None or prover.last.result != "unsat":
+        solver.push()
+        solver.add(rel)
+        prover.valid_in(solver, f"consecution: {a.name} preserves them", post)
+        if prover.last.result != "unsat":
             broken.append(a.name)
         if step_property is not None:
             label, prop = step_property
-            prover.valid(f"step property ({label}) across {a.name}", prop(f, a), [*f.pre, rel])
+            prover.valid_in(solver, f"step property ({label}) across {a.name}", prop(f, a))
             if prover.last.result != "unsat":
                 broken.append(a.name)
+        solver.pop()
     return broken
 
 
@@ -246,23 +250,42 @@ def protocol_commit_fencing(cfg: RunConfig) -> Outcome:
 # -- structure, and non-vacuity ---------------------------------------------------------------------
 
 _GROUPED = set(SINGLE_OWNER) | set(REVOKE_BEFORE_ASSIGN) | set(GENERATIONS) | set(EAGER) | set(COMMITS)
-STRUCTURE = tuple(n for n in INVARIANTS if n not in _GROUPED)
+_REST = tuple(n for n in INVARIANTS if n not in _GROUPED)
+#: Bookkeeping about the consumer's JoinGroup/SyncGroup chain and its messages ...
+CHAINS = tuple(n for n in _REST if n in {
+    "futures-match-messages", "one-chain-message", "commit-goes-with-its-join", "joining-consumer-state",
+    "unused-incarnations-idle", "alive-were-started", "generations-well-formed"})
+#: ... and about member entries, member ids and what a reset consumer still owns.
+MEMBERSHIP = tuple(n for n in _REST if n not in CHAINS)
 
 
 @obligation(
-    id="protocol-structure", invariant="single-owner", scope="unbounded",
-    statement="the bookkeeping the other protocol proofs rest on is inductive: one JoinGroup/SyncGroup chain "
-              "per consumer and its future, member entries follow member ids (KIP-394 pending members, "
-              "static replacement, LeaveGroup before the next JoinGroup), a reset consumer loses what it owns "
-              "before it joins again",
-    source="AbstractCoordinator (joinFuture, resetStateAndRejoin, MemberState); GroupMetadataManager "
-           "classicGroupJoin*; KIP-345, KIP-394",
+    id="protocol-structure-chains", invariant="single-owner", scope="unbounded",
+    statement="the bookkeeping the other protocol proofs rest on, part 1: each consumer has one "
+              "JoinGroup/SyncGroup chain at a time and every message or answer of it has the future that waits "
+              "for it; an auto-commit travels ahead of the JoinGroup sent with it; consumer states match",
+    source="AbstractCoordinator (joinFuture, MemberState, generationIfStable); ConsumerCoordinator.onJoinPrepare",
     assumptions=("fifo-per-connection", "one-coordinator", "timers-any-time"),
 )
-def protocol_structure(cfg: RunConfig) -> Outcome:
+def protocol_structure_chains(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
-    broken = _induction(prover, STRUCTURE, cfg.mutants)
-    return _finish(prover, cfg, STRUCTURE, broken, "the protocol's bookkeeping invariants are inductive")
+    broken = _induction(prover, CHAINS, cfg.mutants)
+    return _finish(prover, cfg, CHAINS, broken, "the consumers' request chains are well formed")
+
+
+@obligation(
+    id="protocol-structure-membership", invariant="single-owner", scope="unbounded",
+    statement="the bookkeeping the other protocol proofs rest on, part 2: member entries follow member ids "
+              "(KIP-394 pending members, static replacement, abandoned ids, LeaveGroup before the next "
+              "JoinGroup), one entry per static instance, and a consumer that reset its generation or member "
+              "id loses what it owns before it joins again",
+    source="GroupMetadataManager classicGroupJoin* (KIP-345, KIP-394); AbstractCoordinator.resetStateAndRejoin",
+    assumptions=("fifo-per-connection", "one-coordinator", "timers-any-time"),
+)
+def protocol_structure_membership(cfg: RunConfig) -> Outcome:
+    prover = Prover(cfg.timeout_ms)
+    broken = _induction(prover, MEMBERSHIP, cfg.mutants)
+    return _finish(prover, cfg, MEMBERSHIP, broken, "member entries and member ids stay consistent")
 
 
 @obligation(
@@ -276,9 +299,13 @@ def protocol_structure(cfg: RunConfig) -> Outcome:
 def protocol_steps_reachable(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
     f = _frame()
+    solver = prover.incremental(f.pre)
     for a in pm.ACTIONS:
-        prover.witness(f"{a.name} is enabled in some state satisfying the invariant",
-                       [*f.pre, a.relation(f.s, f.t, f.k, f.c, None, cfg.mutants)])
+        # a witness is a failed validity check of "not enabled"
+        prover.valid_in(solver, f"{a.name} is enabled in some state satisfying the invariant",
+                        z3.Not(a.relation(f.s, f.t, f.k, f.c, None, cfg.mutants)))
+        last = prover.queries.pop()
+        prover.queries.append(type(last)(last.name, "sat", last.result, last.note))
     j, p, q = z3.Const("j", f.sorts.K), z3.Const("p", f.sorts.P), z3.Const("q", f.sorts.P)
     prover.witness("the invariant allows a Stable cooperative group with two counted members each owning a "
                    "partition of the current generation",
@@ -291,4 +318,5 @@ def protocol_steps_reachable(cfg: RunConfig) -> Outcome:
 
 OBLIGATIONS: tuple[Obligation, ...] = (protocol_single_owner, protocol_revoke_before_assign,
                                        protocol_generation_monotonic, protocol_eager_revoke_all,
-                                       protocol_commit_fencing, protocol_structure, protocol_steps_reachable)
+                                       protocol_commit_fencing, protocol_structure_chains,
+                                       protocol_structure_membership, protocol_steps_reachable)

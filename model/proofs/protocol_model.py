@@ -95,7 +95,7 @@ class Sorts:
 
     K: Any
     P: Any
-    I: Any
+    I: Any  # noqa: E741 - the sort of instance ids
     ks: tuple[Any, ...] | None = None
     ps: tuple[Any, ...] | None = None
     is_: tuple[Any, ...] | None = None
@@ -150,14 +150,14 @@ B, INT = z3.BoolSort(), z3.IntSort()
 
 def _fields(s: Sorts) -> dict[str, tuple[Any, ...]]:
     """Field name -> (argument sorts..., value sort). Constants have no argument sorts."""
-    K, P, I = s.K, s.P, s.I
+    K, P, In = s.K, s.P, s.I
     return {
         # coordinator
         "gst": (GSt,), "ggen": (INT,), "gcoop": (B,),
         "inG": (K, B), "pend": (K, B), "stored": (K, P, B), "claim": (K, P, B), "claimGen": (K, INT),
         "awJ": (K, B), "awS": (K, B), "lead": (K, B),
         # configuration of an incarnation (never changes)
-        "static": (K, B), "inst": (K, I), "coop": (K, B), "cs": (K, B), "ac": (K, B),
+        "static": (K, B), "inst": (K, In), "coop": (K, B), "cs": (K, B), "ac": (K, B),
         # consumer
         "used": (K, B), "alive": (K, B), "cst": (K, CSt), "fut": (K, Fut), "cgen": (K, INT), "hasId": (K, B),
         "np": (K, B), "jres": (K, P, B), "owns": (K, P, B),
@@ -427,7 +427,6 @@ def receive_join_ok(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[s
     u = s.sorts
     content = z3.Function(f"assignment{t.tag}", u.K, u.P, B)  # what the leader's assignor returned
     left = s.cst(k) != C_PREP
-    f = z3.BoolVal(False)
     leads = z3.And(z3.Not(left), s.rLead(k))
     common = {"jrsp": at(k, JR_NONE, s.jrsp)}
     return z3.And(
@@ -714,7 +713,9 @@ def co_sync(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> 
         u.forall([u.K, u.P], lambda x, p: z3.Implies(stored_new(x, p), z3.And(has(p), pick(p) == x))),
         u.forall([u.P], lambda p: z3.Implies(has(p), stored_new(pick(p), p))),
         assignor_facts(s, stored_new, mutants))
-    parked = lambda x: z3.Or(x == k, s.awS(x))  # noqa: E731
+    def parked(x: Z) -> Z:
+        return z3.Or(x == k, s.awS(x))
+
     leader_ch = {**base, "gst": STABLE, "stored": stored_new,
                  "awS": lambda x: f,
                  "srsp": lambda x: z3.If(parked(x), SR_OK, s.srsp(x)),
@@ -870,7 +871,9 @@ def co_complete_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[
         "lead": lambda x: z3.If(leader_stays, z3.And(stays(x), s.lead(x)), z3.And(remains, x == c, stays(c))),
     }
     nobody = frame(s, t, removal)  # members remain but none rejoined: wait another rebalance timeout
-    parked = lambda x: z3.And(s.inG(x), s.awJ(x))  # noqa: E731
+    def parked(x: Z) -> Z:
+        return z3.And(s.inG(x), s.awJ(x))
+
     gen = s.ggen + 1
     complete_ch = {
         **removal,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import z3
@@ -27,7 +27,7 @@ import z3
 DEFAULT_TIMEOUT_MS = 20_000
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     PROVED = "proved"
     FAILED = "failed"
     UNKNOWN = "unknown"
@@ -101,6 +101,32 @@ class Prover:
     def expect_unsat(self, name: str, constraints: Iterable[Any], *, logic: str | None = None) -> Any:
         """Show ``And(constraints)`` has no model (e.g. "no path of length k violates P")."""
         return self._run(name, "unsat", list(constraints), logic)
+
+    def incremental(self, base: Iterable[Any]) -> Any:
+        """A solver holding ``base`` (e.g. the inductive hypothesis), for :meth:`valid_in` queries."""
+        solver = _solver(self.timeout_ms)
+        for c in base:
+            solver.add(c)
+        return solver
+
+    def valid_in(self, solver: Any, name: str, claim: Any, premises: Iterable[Any] = ()) -> Any:
+        """Like :meth:`valid`, on top of an incremental solver's assertions (pushed and popped)."""
+        solver.push()
+        try:
+            for c in premises:
+                solver.add(c)
+            solver.add(z3.Not(claim))
+            answer = solver.check()
+            if answer == z3.sat:
+                self.queries.append(Query(name, "unsat", "sat"))
+                return solver.model()
+            if answer == z3.unsat:
+                self.queries.append(Query(name, "unsat", "unsat"))
+                return None
+            self.queries.append(Query(name, "unsat", "unknown", note=str(solver.reason_unknown())))
+            return None
+        finally:
+            solver.pop()
 
     def record(self, name: str, ok: bool, note: str = "") -> None:
         """A check done without the solver (e.g. a concrete replay), recorded like a query."""

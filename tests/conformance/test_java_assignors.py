@@ -34,7 +34,7 @@ import dataclasses
 import random
 import shutil
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -101,7 +101,7 @@ EMPTY_SUBSCRIPTION_BUGS = frozenset({SUBSCRIBED_ONLY})
 
 
 @pytest.fixture(scope="module")
-def java() -> JavaAssignorPeer:
+def java() -> Iterator[JavaAssignorPeer]:
     with JavaAssignorPeer() as peer:
         yield peer
 
@@ -564,8 +564,6 @@ def test_kafka_example_whose_answer_rests_on_hash_order(java: JavaAssignorPeer) 
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="model bug: model/assignors/roundrobin.py orders topics by Python code "
-                   "point, Java's TreeSet by UTF-16 code unit (docs/java-peer.md)")
 def test_roundrobin_orders_topics_as_java_does(java: JavaAssignorPeer) -> None:
     """RoundRobinAssignor lists topics in a ``TreeSet`` (``String.compareTo``): "\U0001F600x" (a
     surrogate pair, 0xD83D...) comes before "\uFF21". Kafka's broker refuses such topic names, but
@@ -620,7 +618,7 @@ def test_peer_reports_versions_times_and_builders(java: JavaAssignorPeer) -> Non
     result = java.run("cooperative-sticky", {"t": 4}, subs, repeat=3)
     assert len(result.runs) == 3 and result.millis == min(result.runs) and result.millis > 0
     assert result.wall_millis >= sum(result.runs) + result.prepare_millis and result.prepare_millis > 0
-    assert 0 <= result.cpu_millis and result.gc_millis == 0
+    assert result.cpu_millis <= result.millis + 1.0 and result.gc_millis == 0  # one thread: CPU <= wall
     collected = java.run("cooperative-sticky", {"t": 4}, subs, gc=True)
     assert collected.gc_millis > 0 and collected.assignment == result.assignment
     # sticky reads its claims from user data: every repeated run must still see them

@@ -140,5 +140,5 @@ class GroupMachine(RuleBasedStateMachine):
 
 
 TestGroupMachine = GroupMachine.TestCase
-TestGroupMachine.settings = settings(max_examples=60, stateful_step_count=50, deadline=None,
+TestGroupMachine.settings = settings(max_examples=150, stateful_step_count=50, deadline=None,
                                      suppress_health_check=[HealthCheck.too_slow])

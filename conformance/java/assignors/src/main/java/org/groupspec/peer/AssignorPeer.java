@@ -58,14 +58,14 @@ import java.util.TreeMap;
  *    "builder": "constrained" | "general" | null,
  *    "transferring_source": "partitionsTransferringOwnership" | "derived" | null, "notes": [...]}
  * </pre>
+ * or {@code {"error": {"kind": "request" | "assignor", "exception": ..., "message": ..., "at": [...]}}}
+ * when the line was malformed or the assignor threw (the peer then goes on with the next line).
  * {@code millis} is the wall time of {@code assign(Cluster, GroupSubscription)} in the fastest run,
  * {@code cpu_millis} the CPU time of the calling thread in that run (garbage collection and JIT
  * compilation run on other threads), {@code process_cpu_millis} the CPU time of the whole JVM in
  * that run; {@code prepare_millis} is the time from reading the line to the first run (parsing,
  * building the metadata and the subscriptions), {@code gc_millis} the time spent in the requested
  * collections.
- * or {@code {"error": {"kind": "request" | "assignor", "exception": ..., "message": ..., "at": [...]}}}
- * when the line was malformed or the assignor threw (the peer then goes on with the next line).
  *
  * <p><b>What the assignor sees</b> is what a Java group leader would see
  * ({@code ConsumerCoordinator.onLeaderElected}, kafka-clients 4.1.1):
