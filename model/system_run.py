@@ -110,7 +110,7 @@ class Scheduler:
         self._work.discard(name)
         self._deadline.pop(name, None)
 
-    def _compute(self, name: str, m: mb.Member, metadata: sy.Metadata) -> None:
+    def _compute(self, name: str, m: mb.Member, metadata: mb.Metadata) -> None:
         self._seen[name] = m
         if mb.poll_has_work(m, metadata):
             self._work.add(name)

@@ -27,9 +27,9 @@ from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
 from groupspec.render import Document, Section, Table, Timeline, write_report
 from model import events as ev
 from model import mutants as mutant_registry
+from model import system as sy
 from model.invariants.protocol import CHECKED, KNOWN_GAPS, WARNINGS, Monitor
 from model.scenario import Scenario, ScenarioError, parse
-from model import system as sy
 from model.system_run import Run, simulate
 from model.types import TopicPartition
 

@@ -58,7 +58,8 @@ CATALOGUE: dict[str, Invariant] = {
                   "rebalance"),
         Invariant("converges", Kind.BOUNDED,
                   "once membership stops changing the group is stable within the protocol's bound "
-                  "(eager 1, cooperative 2 rebalances)"),
+                  "(eager 1, cooperative 2 rebalances, plus one for each generation in which a SyncGroup "
+                  "was answered REBALANCE_IN_PROGRESS)"),
         Invariant("consume-owned-only", Kind.ALWAYS,
                   "records are consumed and committed only from partitions the member owns"),
         Invariant("no-gap", Kind.ALWAYS,

@@ -7,20 +7,27 @@ catalogue id (``model.invariants.catalogue``). Three shapes:
   :func:`single_owner` (with :func:`zombie_overlap` apart), :func:`complete` (only in a settled
   state, see :func:`settled`);
 * **transition predicates** (``step``) look at ``(before, action, after, events)``:
-  :func:`generation_monotonic`, :func:`eager_revoke_all`, :func:`subscribed_only`;
+  :func:`generation_monotonic`, :func:`eager_revoke_all`, :func:`subscribed_only`,
+  :func:`commits_fenced` (``consume-owned-only``, its commit half);
 * **history properties** need more than one transition and live in :class:`Monitor`, which watches a
   run transition by transition: ``revoke-before-assign`` (same generation, any order),
   ``eager-revoke-all`` (the revocation callback between an assignment and the next JoinGroup),
-  ``static-rejoin`` and ``converges`` (bounded), and every predicate above.
+  ``static-rejoin`` and ``converges`` (bounded), each leader's assignor round judged by what its
+  assignor promises (``model.invariants.assignment``), and every predicate above.
 
 Ownership. A running member *owns* what its application holds (``Member.owned``: from
 ``onPartitionsAssigned`` until ``onPartitionsRevoked`` / ``onPartitionsLost`` / shutdown; a crashed
-process owns nothing). A *zombie* is an owner the group has already let go of: the coordinator no
-longer has its member id (expired, removed, or replaced by a restarted static member), or the client
-itself has reset its generation (poll timeout, an error answer) and will report its partitions lost
-at its next ``poll()``. Kafka allows a zombie to overlap the new owner for a while -- it fences the
-zombie's commits -- so overlap with a zombie is ``zombie-overlap``, a warning, and only overlap
-between two members the group still counts is a ``single-owner`` violation.
+process owns nothing). A *zombie* is an owner the group has already let go of: the client reset its
+generation or member id (poll timeout, an error answer) and will report its partitions lost at its
+next ``poll()``; or the coordinator no longer has its member id (expired, removed, replaced by a
+restarted static member); or the coordinator formed a newer generation without it
+(:func:`is_zombie`). Kafka fences a zombie's commits, and allows it to overlap the new owner for a
+while, so overlap with a zombie is ``zombie-overlap``, a warning; only overlap between two members
+the group still counts is a ``single-owner`` violation.
+
+The model is faithful to Kafka, gaps included: :data:`KNOWN_GAPS` lists the violations Kafka 4.1
+itself commits; the monitor marks them (``Violation.known_kafka_gap``) instead of hiding them.
+docs/protocol-model.md states every invariant precisely.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ from model import coordinator as co
 from model import events as ev
 from model import member as mb
 from model import system as sy
+from model.assignors import assign as run_assignor
+from model.assignors.sticky_claims import StickyAssignorFailure
+from model.invariants import assignment as asg
 from model.member import Member, MemberState
 from model.messages import (
     NO_GENERATION,
@@ -43,9 +53,6 @@ from model.messages import (
     SyncGroupResponse,
 )
 from model.system import Action, SystemState
-from model.assignors import assign as run_assignor
-from model.assignors.sticky_claims import StickyAssignorFailure
-from model.invariants import assignment as asg
 from model.types import RebalanceProtocol, Subscription, TopicPartition
 
 Event = dict[str, Any]

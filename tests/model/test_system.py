@@ -309,3 +309,41 @@ def test_a_sync_that_loses_the_race_to_a_follow_up_rejoin_costs_one_more_round()
     assert out.failed() == []
     assert out.monitor.max_rebalances_after_faults == 3
     assert out.monitor.raced_generations  # the race that earned the extra round
+
+
+def test_the_fast_scheduler_makes_the_reference_choice() -> None:
+    """``Scheduler.choose`` (incremental) picks exactly what ``choose`` (from ``urgent_actions``)
+    picks, with the same seeded random draws, all along a run with churn, stalls and restarts."""
+    import random
+
+    from model.system_run import Scheduler, choose
+
+    doc = scenario({"t": 6, "u": 3},
+                   [join(0, m, ["t", "u"], COOP, f"{m}-1" if m in "bd" else None) for m in "abcd"] +
+                   [{"at": 9000, "do": "stall", "member": "c", "for_ms": 40000},
+                    {"at": 20000, "do": "restart", "member": "b"}, {"at": 30000, "do": "leave", "member": "a"},
+                    {"at": 31000, "do": "add_partitions", "topic": "u", "count": 5}], 90000)
+    sc = parse(doc)
+    config = sc.config
+    state = sy.initial_state(config, sc.topics)
+    reference, fast = random.Random(5), Scheduler(random.Random(5))
+    steps = list(sc.steps)
+    compared = 0
+    while state.now <= sc.until:
+        while steps and steps[0].at <= state.now:
+            result = sy.step(state, steps.pop(0).action, config)
+            if result is not None:
+                state = result[0]
+        expected = choose(state, reference)
+        assert fast.choose(state) == expected, state.now
+        if expected is None:
+            deadline = fast.next_deadline(state)
+            assert deadline == sy.next_deadline(state)
+            targets = [t for t in (deadline, steps[0].at if steps else None) if t is not None]
+            if not targets:
+                break
+            state = sy.step(state, sy.ClockAdvances(min(targets)), config)[0]  # type: ignore[index]
+            continue
+        state = sy.step(state, expected, config)[0]  # type: ignore[index]
+        compared += 1
+    assert compared > 300
