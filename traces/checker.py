@@ -714,6 +714,11 @@ class Checker(CoordinatorChecks):
     def _synced(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         m = self._member(src, ev)
         self._context(m, ts, src, line, ev)
+        if ev.get("error") == "REBALANCE_IN_PROGRESS":
+            # The group moved on before this member's SyncGroup arrived (AbstractCoordinator's
+            # SyncGroupResponseHandler rejoins without resetting the generation): it revokes late.
+            gen = int_field(ev, "generation")
+            self._group(m.group).sync_races.add(gen if gen is not None else -1 - len(self._group(m.group).sync_races))
 
     # ================================================================ coordinator events
 

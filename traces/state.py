@@ -160,6 +160,8 @@ class GroupState:
         self.stable_members: frozenset[str] | None = None
         self.stable_count: int | None = None
         self.streak = 0  # rebalances since the last membership change
+        # generations since then in which a SyncGroup lost the race to a new rebalance (converges: +1 each)
+        self.sync_races: set[int] = set()
         self.change_pending = True
         self.tentative: list[tuple[Finding, int]] = []
         self.flagged_streak = False

@@ -329,6 +329,18 @@ def test_converges_cooperative_allows_the_follow_up(tmp_path: Path) -> None:
     assert len(findings(report, "converges")) == 1
 
 
+def test_converges_bound_grows_by_one_for_a_syncgroup_that_lost_the_race(tmp_path: Path) -> None:
+    # m2's SyncGroup of generation 3 arrived after the next rebalance had started: it learns (and
+    # revokes) one rebalance late, so a third rebalance is within the catalogue's bound.
+    late_sync = ev("group_synced", 360, group="g", member_id="m2", generation=3, error="REBALANCE_IN_PROGRESS")
+    coordinator = _coordinator("cooperative-sticky", 2)
+    assert findings(run_events(tmp_path / "race", {"c": coordinator, "m2": [late_sync]})) == []
+    # ... but only by one: a fourth rebalance is still a violation.
+    report = run_events(tmp_path / "bad", {"c": _coordinator("cooperative-sticky", 3), "m2": [late_sync]})
+    [finding] = findings(report, "converges")
+    assert "counting 1 SyncGroup(s) that lost a race" in finding["message"]
+
+
 def test_converges_count_restarts_on_membership_change(tmp_path: Path) -> None:
     events = _coordinator("range", 0) + [
         ev("coordinator_member_removed", 400, group="g", member_id="m2", reason="session-timeout"),
