@@ -23,8 +23,6 @@ rebalance (changed metadata, or the leader in Stable).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from model.coordinator_ops import (
     Effects,
     add,
@@ -63,6 +61,7 @@ from model.coordinator_state import (
 )
 from model.coordinator_validation import accept_joining_member, validate_member, validate_session_timeout
 from model.messages import UNKNOWN_MEMBER_ID, Errors, JoinGroupRequest, JoinGroupResponse
+from model.system_evolve import replace
 
 STATIC_REJOIN_REBALANCES = "static-rejoin-rebalances"  # model.mutants
 

@@ -12,7 +12,7 @@ transition's inputs: the time, the broker config and the mutants switched on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from model import events as ev
@@ -40,6 +40,7 @@ from model.messages import (
     Response,
     SyncGroupResponse,
 )
+from model.system_evolve import replace
 from model.types import TopicPartition
 
 
@@ -69,8 +70,13 @@ class Effects:
 
 def put_member(group: Group, m: Member) -> Group:
     """Insert or replace a member, keeping ``members`` sorted by member id."""
-    others = tuple(x for x in group.members if x.member_id != m.member_id)
-    return replace(group, members=tuple(sorted((*others, m), key=lambda x: x.member_id)))
+    members = group.members
+    for i, x in enumerate(members):
+        if x.member_id == m.member_id:
+            return replace(group, members=members[:i] + (m,) + members[i + 1:])
+        if x.member_id > m.member_id:
+            return replace(group, members=members[:i] + (m,) + members[i:])
+    return replace(group, members=members + (m,))
 
 
 def update(group: Group, member_id: str, **changes: Any) -> Group:

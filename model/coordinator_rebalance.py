@@ -21,7 +21,6 @@ A classic rebalance has two phases, both driven by the coordinator (GroupMetadat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from model.coordinator_ops import (
     UNKNOWN_MEMBER_JOIN_RESPONSE,
@@ -53,6 +52,7 @@ from model.coordinator_state import (
     select_protocol,
 )
 from model.messages import Errors, JoinGroupResponse, SyncGroupResponse
+from model.system_evolve import replace
 from model.types import TopicPartition
 
 # --- entering the join phase ----------------------------------------------------------------

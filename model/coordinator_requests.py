@@ -18,8 +18,6 @@ OffsetMetadataManager, Kafka 4.x).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from model.coordinator_ops import (
     UNKNOWN_MEMBER_JOIN_RESPONSE,
     Effects,
@@ -66,6 +64,7 @@ from model.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from model.system_evolve import replace
 
 
 def handle_sync_group(group: Group, conn: str, request: SyncGroupRequest, fx: Effects) -> Group:

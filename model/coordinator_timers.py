@@ -22,8 +22,6 @@ key; Kafka leaves that order to its timer wheel.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from model.coordinator_ops import Effects, remove, update
 from model.coordinator_rebalance import (
     complete_join,
@@ -42,6 +40,7 @@ from model.coordinator_state import (
     is_pending_member,
     member,
 )
+from model.system_evolve import replace
 
 HEARTBEAT, JOIN, SYNC = 0, 1, 2
 
@@ -62,9 +61,15 @@ def timers(group: Group) -> list[tuple[int, int, str]]:
 
 
 def next_deadline(group: Group) -> int | None:
-    """The earliest pending timer, or None when nothing is scheduled."""
-    due = timers(group)
-    return due[0][0] if due else None
+    """The earliest pending timer, or None when nothing is scheduled (the first deadline of
+    :func:`timers`, without building and sorting the list)."""
+    deadlines = [m.heartbeat_deadline for m in group.members if m.heartbeat_deadline is not None]
+    deadlines.extend(p.deadline for p in group.pending_members)
+    if group.join_timer is not None:
+        deadlines.append(group.join_timer.deadline)
+    if group.sync_timer is not None:
+        deadlines.append(group.sync_timer.deadline)
+    return min(deadlines, default=None)
 
 
 def fire_next(group: Group, fx: Effects) -> Group:

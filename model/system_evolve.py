@@ -28,3 +28,26 @@ def evolver(cls: type[T]) -> Callable[[T, dict[str, Any]], T]:
     exec(compile(source, f"<evolve {cls.__name__}>", "exec"), namespace)  # noqa: S102 - generated from field names
     fn: Callable[[T, dict[str, Any]], T] = namespace["evolve"]
     return fn
+
+
+_EVOLVERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {}
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """``dataclasses.replace`` for the model's frozen slots dataclasses, through a cached :func:`evolver`.
+
+    Like ``dataclasses.replace`` it rejects a name that is not a field; a class with a
+    ``__post_init__`` (whose checks must run) goes through ``dataclasses.replace`` itself.
+    """
+    cls = type(obj)
+    evolve = _EVOLVERS.get(cls)
+    if evolve is None:
+        if hasattr(cls, "__post_init__"):
+            return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+        evolve = _EVOLVERS[cls] = evolver(cls)
+        _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    if not changes.keys() <= _FIELDS[cls]:
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(changes.keys() - _FIELDS[cls])}")
+    result: T = evolve(obj, changes)
+    return result

@@ -27,6 +27,7 @@ from typing import Any
 
 import z3
 
+from model import events as ev
 from model import system as sy
 from model.invariants import protocol as pinv
 from model.messages import NO_GENERATION, Errors, OffsetCommitRequest, OffsetCommitResponse, SyncGroupResponse
@@ -84,6 +85,20 @@ def _old_generation_commit(run: Sequence[Transition], i: int) -> str | None:
         return (f"the coordinator (generation {before.group.generation}) accepted an OffsetCommit of {parts} from "
                 f"{action.conn} carrying generation {q.generation}")
     return None
+
+
+def _observed(name: str, step: Transition) -> tuple[dict[str, Any], ...]:
+    """The violating step as an event, when the model prints none for it: an accepted OffsetCommit is
+    VerifiableConsumer's ``offsets_committed`` (built from the step's own request and answer)."""
+    before, action, after, _ = step
+    if name != "commits-from-current-generation" or not isinstance(action, sy.DeliverRequest):
+        return ()
+    q = before.network.head_request(action.conn)
+    if not isinstance(q, OffsetCommitRequest):
+        return ()
+    return (ev.event(ev.OFFSETS_COMMITTED, after.now, member=action.conn.split("#", 1)[0], member_id=q.member_id,
+                     generation=q.generation, success=True, group_generation=before.group.generation,
+                     offsets=[{"topic": tp.topic, "partition": tp.partition, "offset": off} for tp, off in q.offsets]),)
 
 
 def _monitor_detector(invariant: str) -> Detector:
@@ -196,7 +211,7 @@ def refute(mutants: frozenset[str], names: Sequence[str], cfg: RunConfig) -> Fou
         else:
             queries.append(Query(f"the abstraction of the violating state breaks {name} (replayed {matched} steps, "
                                  f"{stutters} stutters, under {', '.join(sorted(mutants))})", "unsat", verdict))
-        events = tuple(e for _, _, _, evs in run for e in evs)
+        events = tuple(e for _, _, _, evs in run for e in evs) + _observed(name, run[-1])
         actions = [f"{i}: {sy.describe(b, a)}" for i, (b, a, _, _) in enumerate(run)]
         return Found(f"refuted: {why}", queries=queries, counterexample=events, violated=catalogue_id,
                      facts={"run_seed": seed, "run_steps": len(run), "actions": actions[-40:]})

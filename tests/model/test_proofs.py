@@ -8,7 +8,8 @@ import z3
 
 from model.mutants import MUTANTS
 from model.proofs import obligations as reg
-from model.proofs import protocol, protocol_model as pm
+from model.proofs import protocol
+from model.proofs import protocol_model as pm
 from model.proofs.core import RunConfig
 from model.proofs.protocol_invariants import INVARIANTS
 from model.proofs.solver import Prover, Status

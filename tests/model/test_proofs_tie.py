@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from model import system as sy
 from model.proofs import certificate, findings, replay
-from model.proofs.core import RunConfig
 from model.proofs.abstraction import Tracker, elements, valuation
+from model.proofs.core import RunConfig
 from model.proofs.solver import Prover
 from model.types import Subscription, TopicPartition
 
