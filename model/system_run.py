@@ -91,6 +91,8 @@ class Scheduler:
         self._work: set[str] = set()  # members whose poll() has something to do
         self._deadline: dict[str, int] = {}  # each member's next local deadline (heartbeat thread, resume)
         self._heap: list[tuple[int, str]] = []  # (deadline, name), stale entries skipped lazily
+        self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
+        self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, int | None] = (None, None)
 
     def _refresh(self, state: SystemState) -> None:
@@ -98,20 +100,30 @@ class Scheduler:
             return
         full = state.metadata is not self._metadata
         self._processes, self._metadata = state.processes, state.metadata
-        current = {name: p.member for name, p in state.processes if p.member is not None}
-        for name in [n for n in self._seen if n not in current]:
-            self._forget(name)
-        for name, m in current.items():
-            if full or self._seen.get(name) is not m:
-                self._compute(name, m, state.metadata)
+        seen, live = self._seen, 0
+        for name, p in state.processes:
+            m = p.member
+            if m is not None:
+                live += 1
+                if full or seen.get(name) is not m:
+                    self._compute(name, m, state.metadata)
+        if live != len(seen):  # some member stopped running since the last call
+            running = {name for name, p in state.processes if p.member is not None}
+            for name in [n for n in seen if n not in running]:
+                self._forget(name)
 
     def _forget(self, name: str) -> None:
         self._seen.pop(name, None)
         self._work.discard(name)
         self._deadline.pop(name, None)
+        self._readable_conns.discard(self._readable.pop(name, ""))
 
     def _compute(self, name: str, m: mb.Member, metadata: mb.Metadata) -> None:
         self._seen[name] = m
+        self._readable_conns.discard(self._readable.pop(name, ""))
+        if mb.can_receive(m):
+            self._readable[name] = m.conn
+            self._readable_conns.add(m.conn)
         if mb.poll_has_work(m, metadata):
             self._work.add(name)
         else:
@@ -163,7 +175,8 @@ class Scheduler:
             return sy.CoordinatorTimerFires()
         network = state.network
         requests = network.requests
-        responses = [conn for conn, _ in network.responses if self._readable(conn)]
+        readable = self._readable_conns
+        responses = [conn for conn, _ in network.responses if conn in readable]
         count = len(requests) + len(responses)
         if count == 0:
             return None
@@ -171,10 +184,6 @@ class Scheduler:
         if pick < len(requests):
             return sy.DeliverRequest(requests[pick][0])
         return sy.DeliverResponse(responses[pick - len(requests)])
-
-    def _readable(self, conn: str) -> bool:
-        m = self._seen.get(conn.split("#", 1)[0])
-        return m is not None and m.conn == conn and mb.can_receive(m)
 
     def next_deadline(self, state: SystemState) -> int | None:
         self._refresh(state)

@@ -64,5 +64,13 @@ CATALOGUE: dict[str, Invariant] = {
                   "records are consumed and committed only from partitions the member owns"),
         Invariant("no-gap", Kind.ALWAYS,
                   "across owners, consumption of a partition continues from the committed position"),
+        Invariant("monotonic-consumption", Kind.ALWAYS,
+                  "within one ownership, offsets consumed from a partition only go up, without gaps"),
+        Invariant("commit-owned-only", Kind.ALWAYS,
+                  "a member commits only partitions it owns, and a commit from an old generation is rejected"),
+        Invariant("committed-not-ahead", Kind.ALWAYS,
+                  "a committed offset never exceeds what the member consumed"),
+        Invariant("handoff-duplicates", Kind.MEASURE,
+                  "records consumed again by the next owner after a handoff (allowed by at-least-once delivery)"),
     )
 }
