@@ -164,8 +164,10 @@ def handle_offset_commit(group: Group, conn: str, request: OffsetCommitRequest, 
         return group
     if offset_commit_keeps_session(group) and member(group, request.member_id) is not None:
         group = reschedule_heartbeat(group, request.member_id, fx)
-    offsets = dict(group.offsets)
-    offsets.update(request.offsets)
-    group = replace(group, offsets=tuple(sorted(offsets.items())))
+    offsets = dict(group.offsets)  # in partition order
+    adds_partitions = any(tp not in offsets for tp, _ in request.offsets)
+    offsets.update(request.offsets)  # known partitions keep their place, new ones go last
+    stored = tuple(offsets.items())
+    group = replace(group, offsets=tuple(sorted(stored)) if adds_partitions else stored)
     fx.reply(conn, OffsetCommitResponse(Errors.NONE, tuple((tp, Errors.NONE) for tp, _ in request.offsets)))
     return group

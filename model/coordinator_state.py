@@ -326,10 +326,7 @@ def metadata(m: Member, protocol_name: str | None) -> ConsumerProtocolSubscripti
 
 def supported_protocol_counts(group: Group) -> Counter[str]:
     """``ClassicGroup.supportedProtocols``: how many members list each protocol name."""
-    counts: Counter[str] = Counter()
-    for m in group.members:
-        counts.update(name for name, _ in m.protocols)
-    return counts
+    return Counter([name for m in group.members for name, _ in m.protocols])
 
 
 def supports_protocols(group: Group, protocols: Protocols) -> bool:

@@ -40,6 +40,7 @@ STANDARD_NAMES = frozenset({
 # Optional context fields any event may carry.
 CONTEXT_FIELDS = (
     "group", "member", "member_id", "instance_id", "generation", "protocol", "assignor", "client", "subscription",
+    "auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms",
 )
 
 

@@ -237,14 +237,19 @@ def member_by_conn(state: SystemState, conn: str) -> Member | None:
     return m if m is not None and m.conn == conn else None
 
 
-def _put_process(state: SystemState, name: str, p: Process) -> SystemState:
-    procs = state.processes
+def _with_process(procs: tuple[tuple[str, Process], ...], name: str, p: Process) -> tuple[tuple[str, Process], ...]:
+    """``procs`` with ``name``'s process inserted or replaced, kept sorted by name (the entries of
+    the other processes are shared, not copied)."""
     for i, (n, _) in enumerate(procs):
         if n == name:
-            return _state(state, processes=procs[:i] + ((name, p),) + procs[i + 1:])
+            return procs[:i] + ((name, p),) + procs[i + 1:]
         if n > name:
-            return _state(state, processes=procs[:i] + ((name, p),) + procs[i:])
-    return _state(state, processes=procs + ((name, p),))
+            return procs[:i] + ((name, p),) + procs[i:]
+    return procs + ((name, p),)
+
+
+def _put_process(state: SystemState, name: str, p: Process) -> SystemState:
+    return _state(state, processes=_with_process(state.processes, name, p))
 
 
 def _put_member(state: SystemState, m: Member) -> SystemState:
@@ -341,17 +346,19 @@ def _send(network: Network, conn: str, requests: tuple[Request, ...]) -> Network
     return network
 
 
-def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...]) -> SystemState:
-    """Store the member's new state and queue what it sent; a member that died closes its
-    connection."""
-    state = _put_member(state, m)
-    network = _send(state.network, m.conn, requests)
-    if m.fatal is not None:
+def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...],
+                 network: Network | None = None) -> SystemState:
+    """Store the member's new state and queue what it sent on ``network`` (default: the state's);
+    a member that died closes its connection, and its process is down."""
+    network = _send(state.network if network is None else network, m.conn, requests)
+    p = process(state, m.name)
+    assert p is not None
+    if m.fatal is None:
+        p = _process(p, member=m)
+    else:
         network = network.close(m.conn, drop_requests=False)
-        p = process(state, m.name)
-        assert p is not None
-        state = _put_process(state, m.name, _process(p, member=None, topics=m.subscription))
-    return _state(state, network=network)
+        p = _process(p, member=None, topics=m.subscription)
+    return _state(state, processes=_with_process(state.processes, m.name, p), network=network)
 
 
 def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig, trusted: bool = False) -> Result:
@@ -371,7 +378,7 @@ def _deliver_response(state: SystemState, a: DeliverResponse, config: SystemConf
         return None
     network, response = state.network.pop_response(a.conn)
     m, requests, events = mb.receive(m, response, state.now, state.metadata, config.mutants)
-    return _with_member(_state(state, network=network), m, requests), events
+    return _with_member(state, m, requests, network), events
 
 
 def _member_polls(state: SystemState, a: MemberPolls, config: SystemConfig, trusted: bool = False) -> Result:

@@ -5,7 +5,8 @@ which costs several microseconds per call; the simulator makes hundreds of thous
 copies. :func:`evolver` builds, once per class, a function that allocates the instance and sets
 each slot directly: the same result (a new frozen value, the original untouched), without the
 keyword-argument round trip. It is only for frozen ``slots`` dataclasses with no ``__post_init__``
-(no validation is skipped).
+(no validation is skipped). :func:`replace` is the drop-in for ``dataclasses.replace`` that the
+coordinator modules use: one cached evolver per class.
 """
 
 from __future__ import annotations

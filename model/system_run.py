@@ -98,19 +98,23 @@ class Scheduler:
     def _refresh(self, state: SystemState) -> None:
         if state.processes is self._processes and state.metadata is self._metadata:
             return
+        before, processes = self._processes, state.processes
         full = state.metadata is not self._metadata
-        self._processes, self._metadata = state.processes, state.metadata
-        seen, live = self._seen, 0
-        for name, p in state.processes:
-            m = p.member
-            if m is not None:
-                live += 1
-                if full or seen.get(name) is not m:
-                    self._compute(name, m, state.metadata)
-        if live != len(seen):  # some member stopped running since the last call
-            running = {name for name, p in state.processes if p.member is not None}
-            for name in [n for n in seen if n not in running]:
+        self._processes, self._metadata = processes, state.metadata
+        if not full and isinstance(before, tuple) and len(before) == len(processes):
+            # The usual case: one process replaced. States share their unchanged entries, so the
+            # changed ones are those that are not the very same object as before.
+            changed = [entry for entry, old in zip(processes, before, strict=True) if entry is not old]
+        else:
+            changed = list(processes)
+            running = {name for name, _ in processes}
+            for name in [n for n in self._seen if n not in running]:
                 self._forget(name)
+        for name, p in changed:
+            if p.member is None:
+                self._forget(name)
+            elif full or self._seen.get(name) is not p.member:
+                self._compute(name, p.member, state.metadata)
 
     def _forget(self, name: str) -> None:
         self._seen.pop(name, None)
@@ -128,9 +132,9 @@ class Scheduler:
             self._work.add(name)
         else:
             self._work.discard(name)
-        deadlines = [d for d in (mb.heartbeat_deadline(m), m.stalled_until) if d is not None]
-        if deadlines:
-            deadline = min(deadlines)
+        heartbeat, stall = mb.heartbeat_deadline(m), m.stalled_until
+        deadline = stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall)
+        if deadline is not None:
             if self._deadline.get(name) != deadline:
                 self._deadline[name] = deadline
                 heapq.heappush(self._heap, (deadline, name))

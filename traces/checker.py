@@ -35,13 +35,15 @@ The rules
   an overlap no longer than that is tolerated (and counted). The coordinator's own stored
   assignment (``coordinator_stable``) and KIP-848 member assignments are checked for a partition
   given twice (:mod:`traces.coordinator_checks`).
-- ``consume-owned-only``: records consumed, and offsets committed, only for partitions owned at that
-  moment. A commit of a partition the member let go of is accepted when it commits no further than
-  what the member consumed while it owned it (a commit callback that ran after the revocation). A
-  commit that succeeded with a generation older than one the group had already reached is also
-  reported here: Kafka answers ILLEGAL_GENERATION (ClassicGroup.validateOffsetCommit).
-- ``no-gap``: when a member starts consuming a partition it was just assigned, its first offset is
-  not beyond the last committed offset (plus ``gap_slack``, for compaction or transaction markers).
+- ``consume-owned-only``: records consumed only from partitions owned at that moment.
+- ``commit-owned-only``: offsets committed only for partitions owned at that moment. A commit of a
+  partition the member let go of is accepted when it commits no further than what the member
+  consumed while it owned it (a commit callback that ran after the revocation). A commit that
+  succeeded with a generation older than one the group had already reached is a violation too:
+  Kafka answers ILLEGAL_GENERATION (ClassicGroup.validateOffsetCommit).
+- ``no-gap``, ``monotonic-consumption``, ``committed-not-ahead`` and the measure
+  ``handoff-duplicates``: see :mod:`traces.delivery` (positions, committed offsets, the reset
+  policy, and what each handoff made consumed twice).
 - ``generation-monotonic``: per member and file, the generation never goes down; -1 ("none", after
   a reset) is always allowed; a new process (``startup_complete``) starts over.
 - ``eager-revoke-all``: an eager member owns nothing when it joins a new generation or is assigned.
@@ -72,6 +74,7 @@ from typing import Any
 from model import events as ev_names
 from model.invariants.catalogue import CATALOGUE
 from traces.coordinator_checks import CoordinatorChecks, _text
+from traces.delivery import DeliveryChecks
 from traces.readers import JSONL_FORMATS
 from traces.schema import (
     BAD_FIELD,
@@ -101,7 +104,7 @@ from traces.state import (
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
 
-class Checker(CoordinatorChecks):
+class Checker(CoordinatorChecks, DeliveryChecks):
     """Feed it located events in time order (:meth:`run`), then :meth:`finish`."""
 
     def __init__(self, sources: list[Source], config: CheckConfig, stats: InputStats,
@@ -126,6 +129,7 @@ class Checker(CoordinatorChecks):
         self.first_ts: int | None = None
         self.last_ts: int | None = None
         self.saw: Counter[str] = Counter()
+        self._init_delivery()
         self._dispatch: dict[str, Callable[[int, int, int, dict[str, Any]], None]] = {
             ev_names.STARTUP_COMPLETE: self._startup,
             ev_names.SHUTDOWN_COMPLETE: self._shutdown,
@@ -162,6 +166,7 @@ class Checker(CoordinatorChecks):
         sources = self.sources
         n = 0
         checked = 0
+        commit_checked = 0
         commits = 0
         first = self.first_ts
         ts = self.last_ts if self.last_ts is not None else 0
@@ -185,25 +190,28 @@ class Checker(CoordinatorChecks):
                 m.last_ts = ts
                 m.events += 1
                 owned = m.owned
+                position = m.position
                 if name == consumed_name:
-                    fresh = m.fresh
                     contested = m.contested
-                    consumed_max = m.consumed_max
                     for p in ev["partitions"]:
                         tp = (p["topic"], p["partition"])
                         checked += 1
                         if tp in owned:
-                            if fresh and tp in fresh:
-                                self._first_consumption(m, tp, p, ts, src, line)
+                            low = p.get("minOffset")
+                            # the common case: the poll starts where the last one ended (monotonic-consumption)
+                            if low is None or low != position.get(tp):
+                                self._consumption(m, tp, p, low, ts, src, line)  # first poll, gap, or no offsets
+                            else:
+                                position[tp] = p["maxOffset"] + 1
                             if contested and tp in contested:
                                 self._zombie_activity(m, tp, ts, src, line, "consumed")
-                            consumed_max[tp] = p  # its maxOffset is read only if a late commit needs it
                         else:
                             self._unowned(m, tp, ts, src, line, "consumed")
                     continue
-                commits += 1
                 if get("success", True) is False:
+                    dispatch[name](ts, src, line, ev)  # remembered: a failed commit explains duplicates
                     continue
+                commits += 1
                 gs = m.gs
                 gen = m.generation
                 if gen is not None and gs.max_gen is not None and gs.max_gen > gen >= 0:
@@ -215,14 +223,17 @@ class Checker(CoordinatorChecks):
                     offset = o.get("offset")
                     if "error" in o and o["error"]:
                         continue
-                    if type(offset) is int and offset >= 0:
-                        committed[tp] = offset
                     if tp in owned:
-                        checked += 1
+                        commit_checked += 1
+                        pos = position.get(tp)
+                        if offset != pos:  # committed-not-ahead: the common commit is the position itself
+                            self._commit_position(m, tp, offset, pos, ts, src, line)
                         if contested and tp in contested:
                             self._zombie_activity(m, tp, ts, src, line, "committed")
                     else:
                         self._commit_unowned(m, tp, offset, ts, src, line)
+                    if type(offset) is int and offset >= 0:
+                        committed[tp] = offset
             except (BadField, KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                 self.stats.skip(sources[src], line, BAD_FIELD, f"{name}: {exc}")
         if n:
@@ -230,6 +241,9 @@ class Checker(CoordinatorChecks):
             self.last_ts = ts
             self.first_ts = first
         self.opportunities["consume-owned-only"] += checked
+        self.opportunities["monotonic-consumption"] += checked
+        self.opportunities["commit-owned-only"] += commit_checked
+        self.opportunities["committed-not-ahead"] += commit_checked
         self.saw["commits"] += commits
 
     # ================================================================ helpers
@@ -288,6 +302,7 @@ class Checker(CoordinatorChecks):
                 m.protocol = "cooperative"
             elif assignor in EAGER_ASSIGNORS:
                 m.protocol = "eager"
+        self._offset_config(m, ev)
         sub = ev.get("subscription")
         if sub is not None:
             if not isinstance(sub, list) or not all(isinstance(t, str) for t in sub):
@@ -354,7 +369,10 @@ class Checker(CoordinatorChecks):
         m.owned.clear()
         m.fresh.clear()
         m.contested.clear()
-        m.consumed_max.clear()
+        m.position.clear()
+        m.handoff_src.clear()
+        m.dup_pending.clear()
+        m.failed_commits.clear()
         m.prepare_revoked.clear()
         m.complete_revoked.clear()
         m.gen_by_src.clear()
@@ -423,6 +441,7 @@ class Checker(CoordinatorChecks):
         for tp in new:
             gs.owner_epoch[tp] = gs.owner_epoch.get(tp, 0) + 1
             holders = gs.holders.get(tp)
+            self._handoff_assigned(m, gs, tp, holders)
             if holders:
                 self.opportunities["single-owner"] += 1
                 for h in holders:
@@ -439,7 +458,9 @@ class Checker(CoordinatorChecks):
             gs.last_owner[tp] = m.key
             m.owned.add(tp)
             m.fresh.add(tp)
-            self._close_aggregate("consume-owned-only", m.key, tp)
+            for invariant in ("consume-owned-only", "commit-owned-only", "monotonic-consumption",
+                              "committed-not-ahead"):
+                self._close_aggregate(invariant, m.key, tp)
             gs.analytics.assigned(ts, m.key, tp, previous, gen)
         if gen is not None:
             m.assigned_gen = gen
@@ -519,6 +540,7 @@ class Checker(CoordinatorChecks):
             if not holders:
                 del gs.holders[tp]
         where = self.where(src, line)
+        self._handoff_released(m, gs, tp, kind, ts, where)
         if kind in ("revoked", "lost"):
             gs.last_revoke[tp] = RevokeRecord(m, gen if gen is not None and gen >= 0 else None, ts, where)
         for ov in self.pending.pop((m.key, tp), ()):
@@ -593,34 +615,23 @@ class Checker(CoordinatorChecks):
         for p in parts:
             tp = (p["topic"], p["partition"])
             if tp in owned:
-                if tp in m.fresh:
-                    self._first_consumption(m, tp, p, ts, src, line)
+                self.opportunities["consume-owned-only"] += 1
+                self.opportunities["monotonic-consumption"] += 1
+                low = p.get("minOffset")
+                if low is None or low != m.position.get(tp):
+                    self._consumption(m, tp, p, low, ts, src, line)
+                else:
+                    m.position[tp] = p["maxOffset"] + 1
                 if m.contested and tp in m.contested:
                     self._zombie_activity(m, tp, ts, src, line, "consumed")
-                m.consumed_max[tp] = p
             else:
                 self._unowned(m, tp, ts, src, line, "consumed")
 
     def _record_data(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         offset = int_field(ev, "offset")
         part = {"topic": ev["topic"], "partition": ev["partition"], "minOffset": offset, "maxOffset": offset}
+        self._member(src, ev).record_data = True
         self._consumed(ts, src, line, {**ev, "partitions": [part]})
-
-    def _first_consumption(self, m: Member, tp: TP, p: dict[str, Any], ts: int, src: int, line: int) -> None:
-        m.fresh.discard(tp)
-        low = p.get("minOffset")
-        if low is None:
-            return
-        self.saw["offsets"] += 1
-        gs = self._group(m.group)
-        committed = gs.committed.get(tp)
-        if committed is None:
-            return
-        self.opportunities["no-gap"] += 1
-        if low > committed + self.config.gap_slack:
-            self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
-                          f"{m.key} started {tp_label(tp)} at offset {low} but the committed offset was "
-                          f"{committed}: offsets {committed}..{low - 1} were never consumed")
 
     def _zombie_activity(self, m: Member, tp: TP, ts: int, src: int, line: int, what: str) -> None:
         for ov in self.pending.get((m.key, tp), ()):
@@ -632,21 +643,23 @@ class Checker(CoordinatorChecks):
         if not m.known:
             self.unverified += 1
             return
-        self.opportunities["consume-owned-only"] += 1
+        invariant = "commit-owned-only" if what == "committed" else "consume-owned-only"
+        self.opportunities[invariant] += 1
         after = " after its shutdown_complete" if m.shutdown else ""
-        self._finding("consume-owned-only", VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
+        self._finding(invariant, VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
                       f"{m.key} {what} {tp_label(tp)}{after} without owning it",
-                      aggregate=("consume-owned-only", m.key, tp))
+                      aggregate=(invariant, m.key, tp))
 
     def _committed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         m = self._member(src, ev)
         self._context(m, ts, src, line, ev)
-        self.saw["commits"] += 1
-        if ev.get("success", True) is False:
-            return
         offsets = ev.get("offsets", ())
         if not isinstance(offsets, list):
             raise BadField("offsets is not a list")
+        if ev.get("success", True) is False:
+            self._commit_failed(m, ev)
+            return
+        self.saw["commits"] += 1
         gs = m.gs
         gen = m.generation
         if gen is not None and gs.max_gen is not None and gs.max_gen > gen >= 0:
@@ -656,22 +669,25 @@ class Checker(CoordinatorChecks):
             offset = item.get("offset")
             if item.get("error"):
                 continue
-            if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
-                gs.committed[tp] = offset
             if tp in m.owned:
-                self.opportunities["consume-owned-only"] += 1
+                self.opportunities["commit-owned-only"] += 1
+                self.opportunities["committed-not-ahead"] += 1
+                pos = m.position.get(tp)
+                if offset != pos:
+                    self._commit_position(m, tp, offset, pos, ts, src, line)
                 if m.contested and tp in m.contested:
                     self._zombie_activity(m, tp, ts, src, line, "committed")
             else:
                 self._commit_unowned(m, tp, offset, ts, src, line)
+            if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
+                gs.committed[tp] = offset
 
     def _commit_unowned(self, m: Member, tp: TP, offset: Any, ts: int, src: int, line: int) -> None:
         if not m.known:
             self.unverified += 1
             return
-        last = m.consumed_max.get(tp)
-        consumed = last.get("maxOffset") if last is not None else None
-        if isinstance(consumed, int) and isinstance(offset, int) and offset <= consumed + 1:
+        pos = m.position.get(tp)
+        if pos is not None and type(offset) is int and offset <= pos:
             return  # a late commit callback for what it consumed while it owned the partition
         self._unowned(m, tp, ts, src, line, "committed")
 
@@ -683,7 +699,8 @@ class Checker(CoordinatorChecks):
         if ts <= gs.max_gen_ts + tolerance:
             return
         offsets = ev.get("offsets") or []
-        self._finding("consume-owned-only", VIOLATION, m.group, [m.key],
+        self.opportunities["commit-owned-only"] += 1
+        self._finding("commit-owned-only", VIOLATION, m.group, [m.key],
                       [(o["topic"], o["partition"]) for o in offsets], ts, ts,
                       [self.where(src, line), gs.max_gen_where],
                       f"{m.key}'s commit with generation {gen} succeeded after the group had reached "
@@ -714,11 +731,16 @@ class Checker(CoordinatorChecks):
     def _synced(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         m = self._member(src, ev)
         self._context(m, ts, src, line, ev)
+        gs = self._group(m.group)
+        gs.sees_syncs = True
+        gen = int_field(ev, "generation")
+        member_id = ev.get("member_id")
+        if gs.awaiting_sync is not None and gen == gs.awaiting_sync[0] and "error" not in ev:
+            gs.awaiting_sync[1].discard(member_id if isinstance(member_id, str) else "")
         if ev.get("error") == "REBALANCE_IN_PROGRESS":
             # The group moved on before this member's SyncGroup arrived (AbstractCoordinator's
             # SyncGroupResponseHandler rejoins without resetting the generation): it revokes late.
-            gen = int_field(ev, "generation")
-            self._group(m.group).sync_races.add(gen if gen is not None else -1 - len(self._group(m.group).sync_races))
+            gs.sync_races.add(gen if gen is not None else -1 - len(gs.sync_races))
 
     # ================================================================ coordinator events
 
@@ -734,6 +756,7 @@ class Checker(CoordinatorChecks):
                         self._judge(ov, max(m.last_ts, ov.start), m.last_src, f"{self._label(m)}:end",
                                     "eof", m.generation)
                 gs.analytics.member_gone(m.key)
+        self._finish_delivery()
         for gs in self.groups.values():
             if gs.streak > self._bound(gs)[0]:
                 self._confirm_tentative(gs)
@@ -744,12 +767,14 @@ class Checker(CoordinatorChecks):
         size = len(self.members) + len(self.removed) + len(self.open_findings)
         size += sum(len(kept) for kept in self.findings.values())
         size += sum(len(ovs) for ovs in self.pending.values())
+        size += len(self.dup_by_partition) + len(self.handoff_examples)
         for m in self.members.values():
-            size += len(m.owned) + len(m.fresh) + len(m.contested) + len(m.consumed_max) + len(m.gen_by_src)
+            size += len(m.owned) + len(m.fresh) + len(m.contested) + len(m.position) + len(m.gen_by_src)
+            size += len(m.handoff_src) + len(m.dup_pending) + len(m.failed_commits)
             size += len(m.prepare_revoked) + sum(len(v) for v in m.complete_revoked.values())
         for gs in self.groups.values():
             size += sum(len(h) for h in gs.holders.values()) + len(gs.last_owner) + len(gs.owner_epoch)
-            size += len(gs.last_revoke) + len(gs.committed) + len(gs.kip848) + len(gs.tentative)
+            size += len(gs.last_revoke) + len(gs.committed) + len(gs.released) + len(gs.kip848) + len(gs.tentative)
             size += gs.analytics.state_size()
         return size
 
@@ -812,10 +837,10 @@ class Checker(CoordinatorChecks):
         if not self.saw["ownership"] and not self.saw["commits"]:
             note("consume-owned-only", "no records_consumed or offsets_committed events")
         elif self.unverified:
-            note("consume-owned-only", f"{self.unverified} consumption or commit entries came from members whose "
-                                       f"assignment was not known yet (a log that starts mid-way)", partial=True)
-        if not self.saw["offsets"] or not self.saw["commits"]:
-            note("no-gap", "needs records_consumed with minOffset and successful offsets_committed")
+            for invariant in ("consume-owned-only", "commit-owned-only"):
+                note(invariant, f"{self.unverified} consumption or commit entries came from members whose "
+                                f"assignment was not known yet (a log that starts mid-way)", partial=True)
+        out.extend(self.delivery_unchecked())
         return out
 
     def checked(self) -> list[str]:

@@ -104,6 +104,13 @@ class CoordinatorChecks:
                               f"{' (reason: ' + reason + ')' if reason else ''}; a static member restarting "
                               f"within the session timeout gets its assignment back with no rebalance "
                               f"(KIP-345, GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin)")
+        if gs.awaiting_sync is not None:
+            gen_waited, missing = gs.awaiting_sync
+            gs.awaiting_sync = None
+            if missing and gs.sees_syncs:
+                # A member of that generation never got its SyncGroup answer before this rebalance (the
+                # race with a follow-up JoinGroup, or a stalled member): it revokes one rebalance late.
+                gs.sync_races.add(gen_waited)
         if gs.change_pending or _MEMBERSHIP_REASON.search(reason):
             gs.streak = 1
             gs.change_pending = False
@@ -178,6 +185,8 @@ class CoordinatorChecks:
             self._confirm_tentative(gs)
         if member_set is not None:
             gs.stable_members = member_set
+            if gen is not None:
+                gs.awaiting_sync = (gen, set(member_set))
         if count is not None:
             gs.stable_count = count
         assignment = ev.get("assignment")

@@ -12,6 +12,13 @@ Shape (DESIGN.md, "Reports")::
                [{"where", "reason", "detail"}], "ignored_lines": n, "superseded": n,
                "tolerated_overlaps": n, "sources": [...], "ignored_files": [...]},
      "groups": {name: {"members": [...], "rebalances": [...], "storms": [...], "timeline": {...}}},
+     "delivery": {"handoffs", "handoffs_with_duplicates", "handoffs_unmeasured", "duplicates",
+                  "duplicates_by_cause": {cause: n}, "causes": {cause: words},
+                  "per_partition": [{"group", "topic", "partition", "handoffs", "duplicates"}],
+                  "handoff_examples": [{"group", "topic", "partition", "from", "to", "at", "start",
+                                        "previous_position", "committed", "duplicates", "cause", "detail",
+                                        "evidence"}],
+                  "handoff_examples_truncated"},   # the measure handoff-duplicates (traces.delivery)
      "config": {...}}
 
 People's formatting (Markdown, HTML, the terminal summary) is ``groupspec check``'s.
@@ -78,6 +85,7 @@ def build(plan: Plan, stats: InputStats, checker: Checker, config: CheckConfig) 
             "ignored_files": plan.ignored,
         },
         "groups": groups,
+        "delivery": checker.delivery_json(),
         "config": {k: v for k, v in asdict(config).items()},
     }
 

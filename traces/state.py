@@ -26,7 +26,11 @@ class CheckConfig:
     skew_ms: int = 0  # clocks of different files may differ by this much
     default_group: str = "default"  # the group of events that name none
     default_protocol: str | None = None  # the protocol of members that do not say (eager / cooperative)
-    gap_slack: int = 0  # offsets no-gap tolerates between the committed offset and the next consumed
+    # offsets no-gap and monotonic-consumption tolerate between the committed (or last consumed) offset and
+    # the next consumed one: transaction markers take one offset each, compaction removes any number
+    gap_slack: int = 0
+    # auto.offset.reset of members whose trace does not say (earliest / latest / none; None: unknown)
+    auto_offset_reset: str | None = None
     max_findings: int = 100  # findings kept per invariant (the rest are counted)
     max_evidence: int = 5  # file:line locations kept per finding
     analytics: AnalyticsConfig = field(default_factory=AnalyticsConfig)
@@ -75,9 +79,11 @@ class Member:
     """What the checker knows of one consumer process (and its restarts)."""
 
     __slots__ = ("key", "group", "group_explicit", "member_id", "instance_id", "protocol", "generation",
-                 "gen_by_src", "owned", "fresh", "contested", "consumed_max", "known", "shutdown", "ended",
+                 "gen_by_src", "owned", "fresh", "contested", "position", "known", "shutdown", "ended",
                  "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
-                 "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs")
+                 "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs",
+                 "handoff_src", "dup_pending", "failed_commits", "auto_offset_reset", "auto_commit",
+                 "auto_commit_interval_ms", "record_data")
 
     def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
         self.key = key
@@ -92,7 +98,19 @@ class Member:
         self.owned: set[TP] = set()
         self.fresh: set[TP] = set()  # assigned, not consumed yet (no-gap looks at the first offset)
         self.contested: set[TP] = set()  # owned partitions someone else was assigned meanwhile
-        self.consumed_max: dict[TP, dict[str, Any]] = {}  # the last records_consumed entry per partition
+        # per partition, the offset after the last one consumed (what Kafka calls the position); kept after
+        # the partition is let go (a late commit callback is judged by it), dropped when it is assigned again.
+        # UNKNOWN_POSITION when the member consumed without saying which offsets.
+        self.position: dict[TP, int] = {}
+        # delivery (traces.delivery): where each newly assigned partition came from, the handoffs whose
+        # duplicates are still being counted, the last failed commit per partition, the offset configuration
+        self.handoff_src: dict[TP, Release | Member] = {}
+        self.dup_pending: dict[TP, Handoff] = {}
+        self.failed_commits: dict[TP, tuple[int, str]] = {}
+        self.auto_offset_reset: str | None = None
+        self.auto_commit: bool | None = None
+        self.auto_commit_interval_ms: int | None = None
+        self.record_data = False  # it prints record_data (VerifiableConsumer --verbose): polls are reported twice
         self.known = jsonl  # do we know everything it owns? (a callback trace from its start: yes)
         self.shutdown = False
         self.ended = False
@@ -107,6 +125,49 @@ class Member:
         self.eager_flagged: int | None = None
         self.events = 0
         self.jsonl = jsonl
+
+
+UNKNOWN_POSITION = 1 << 62  # a position the trace did not give (records_consumed without maxOffset)
+
+
+class Release:
+    """A partition let go by ``member``: what the next owner's handoff is measured against."""
+
+    __slots__ = ("member", "position", "kind", "ts", "where", "failed_commit", "auto_commit",
+                 "auto_commit_interval_ms")
+
+    def __init__(self, m: Member, tp: TP, kind: str, ts: int, where: str) -> None:
+        self.member = m.key
+        self.position = m.position.get(tp)
+        self.kind = kind  # revoked / lost / shutdown / killed / eof
+        self.ts = ts
+        self.where = where
+        self.failed_commit = m.failed_commits.get(tp)
+        self.auto_commit = m.auto_commit
+        self.auto_commit_interval_ms = m.auto_commit_interval_ms
+
+
+class Handoff:
+    """One partition handoff whose new owner started consuming: the records it consumed again."""
+
+    __slots__ = ("group", "tp", "previous", "new", "ts", "start", "previous_position", "committed", "cause",
+                 "detail", "evidence", "duplicates")
+
+    def __init__(self, group: str, tp: TP, previous: str, new: str, ts: int, start: int,
+                 previous_position: int, committed: int | None, cause: str, detail: str,
+                 evidence: list[str]) -> None:
+        self.group = group
+        self.tp = tp
+        self.previous = previous
+        self.new = new
+        self.ts = ts
+        self.start = start  # the new owner's first offset
+        self.previous_position = previous_position  # the previous owner's last consumed offset + 1
+        self.committed = committed  # the committed offset when the new owner started
+        self.cause = cause  # a key of traces.delivery.CAUSES
+        self.detail = detail  # the cause in words, with what the trace showed
+        self.evidence = evidence
+        self.duplicates = 0
 
 
 class Overlap:
@@ -149,6 +210,7 @@ class GroupState:
         self.owner_epoch: dict[TP, int] = {}
         self.last_revoke: dict[TP, RevokeRecord] = {}
         self.committed: dict[TP, int] = {}
+        self.released: dict[TP, Release] = {}  # the last owner's release of each partition (delivery)
         self.max_gen: int | None = None
         self.max_gen_ts = 0
         self.max_gen_src = -1
@@ -162,6 +224,9 @@ class GroupState:
         self.streak = 0  # rebalances since the last membership change
         # generations since then in which a SyncGroup lost the race to a new rebalance (converges: +1 each)
         self.sync_races: set[int] = set()
+        # the last stable generation's members that have not reported its SyncGroup answer yet
+        self.awaiting_sync: tuple[int, set[str]] | None = None
+        self.sees_syncs = False  # the trace reports SyncGroup answers (group_synced) for this group
         self.change_pending = True
         self.tentative: list[tuple[Finding, int]] = []
         self.flagged_streak = False

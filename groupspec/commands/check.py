@@ -71,7 +71,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--protocol", choices=["eager", "cooperative"], default=None,
                         help="the rebalance protocol of members whose events do not say")
     parser.add_argument("--gap-slack", type=_non_negative, default=0, metavar="N",
-                        help="offsets no-gap tolerates after the committed offset (compaction, transaction markers)")
+                        help="offsets no-gap and monotonic-consumption tolerate (compaction, transaction markers; "
+                             "a large value accepts any forward jump)")
+    parser.add_argument("--auto-offset-reset", choices=("earliest", "latest", "none"), default=None,
+                        help="the consumers' auto.offset.reset when the trace does not say (judges no-gap on a "
+                             "partition with no committed offset)")
     parser.add_argument("--storm-window-ms", type=_positive, default=60_000, metavar="MS",
                         help="rebalance storm: window in ms (default 60000)")
     parser.add_argument("--storm-threshold", type=_positive, default=5, metavar="N",
@@ -86,6 +90,7 @@ def config_from(args: argparse.Namespace) -> CheckConfig:
         default_group=args.group,
         default_protocol=args.protocol,
         gap_slack=args.gap_slack,
+        auto_offset_reset=args.auto_offset_reset,
         max_findings=args.max_findings,
         analytics=AnalyticsConfig(window_ms=args.storm_window_ms, threshold=args.storm_threshold),
     )
@@ -167,6 +172,12 @@ def summary(report: dict[str, Any]) -> str:
         lines.append(f"group {name}: {len(group['members'])} member(s), {group['rebalance_count']} rebalance(s), "
                      f"{group['moved_total']} partition move(s), longest pause {group['max_paused_ms']} ms"
                      + (f", {len(storms)} rebalance storm(s)" if storms else ""))
+    delivery = report.get("delivery")
+    if delivery and delivery["handoffs"]:
+        causes = ", ".join(f"{k} {v}" for k, v in delivery["duplicates_by_cause"].items())
+        lines.append(f"delivery: {delivery['handoffs']} handoff(s), {delivery['duplicates']} record(s) consumed again "
+                     f"in {delivery['handoffs_with_duplicates']} of them (handoff-duplicates, allowed by "
+                     f"at-least-once)" + (f": {causes}" if causes else ""))
     violations = sum(1 for f in report["findings"] if f["severity"] == "violation")
     warnings = len(report["findings"]) - violations
     lines.append(f"verdict: {report['verdict']} ({violations} violation(s), {warnings} warning(s))")
@@ -201,6 +212,9 @@ def document(report: dict[str, Any]) -> Any:
         Table(["invariant", "why not (fully) checked"],
               [[u["invariant"] + (" (partly)" if u["partial"] else ""), u["reason"]] for u in report["unchecked"]]),
     ]))
+    delivery = report.get("delivery")
+    if delivery is not None:
+        blocks.append(Section("Delivery: records consumed again at a handoff", _delivery_blocks(delivery)))
     input_blocks: list[Any] = [
         Table(["file", "format", "member", "events"],
               [[s["path"], s["format"], s["member"], s["events"]] for s in inp["sources"]]),
@@ -237,6 +251,38 @@ def document(report: dict[str, Any]) -> Any:
                                          + (" (truncated)" if group["timeline_truncated"] else ""), lanes))
         blocks.append(Section(f"Group {name}", group_blocks))
     return Document("groupspec check", blocks)
+
+
+def _delivery_blocks(delivery: dict[str, Any]) -> list[Any]:
+    """The measure handoff-duplicates: totals, where the duplicates came from, per partition, per handoff."""
+    from groupspec.render import Table
+
+    blocks: list[Any] = [
+        f"{delivery['handoffs']} handoff(s) measured (a partition let go by one owner and consumed by the next); "
+        f"{delivery['duplicates']} record(s) were consumed again, in {delivery['handoffs_with_duplicates']} of them. "
+        f"Kafka's at-least-once delivery allows this: the new owner starts at the committed offset, so what the "
+        f"previous owner consumed after its last commit is read twice."
+        + (f" {delivery['handoffs_unmeasured']} handoff(s) could not be measured (the previous owner's offsets "
+           f"were not in the trace)." if delivery["handoffs_unmeasured"] else ""),
+    ]
+    if delivery["duplicates_by_cause"]:
+        blocks.append(Table(["cause", "records consumed again", "what the trace showed"],
+                            [[k, v, delivery["causes"].get(k, "")] for k, v in delivery["duplicates_by_cause"].items()],
+                            caption="Where the duplicates came from"))
+    if delivery["per_partition"]:
+        blocks.append(Table(["group", "partition", "handoffs", "records consumed again"],
+                            [[r["group"], f"{r['topic']}-{r['partition']}", r["handoffs"], r["duplicates"]]
+                             for r in delivery["per_partition"]], caption="Per partition"))
+    if delivery["handoff_examples"]:
+        blocks.append(Table(
+            ["partition", "from", "to", "at (ms)", "new owner's first offset", "previous owner's position",
+             "committed", "records consumed again", "cause", "evidence"],
+            [[f"{h['topic']}-{h['partition']}", h["from"], h["to"], h["at"], h["start"], h["previous_position"],
+              h["committed"], h["duplicates"], h["detail"], ", ".join(h["evidence"])]
+             for h in delivery["handoff_examples"]],
+            caption="Handoffs with duplicates" + (" (the first ones)" if delivery["handoff_examples_truncated"]
+                                                  else "")))
+    return blocks
 
 
 def write(report: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -152,7 +152,11 @@ def run_proofs(only: Sequence[str] = (), *, deep: bool = False, deep_budget_s: f
 
 def _deepen(ob: Any, bounds: Mapping[str, int], budget: float, base: Any,
             say: Callable[[str], None]) -> dict[str, Any]:
-    """Raise an obligation's bounds while it keeps being proved and time remains."""
+    """Raise an obligation's bounds while it keeps being proved and the next attempt fits the budget.
+
+    The model code has no clock, so an attempt cannot be interrupted; instead the next attempt's
+    time is estimated from how the last ones grew, and the driver stops when it would not fit.
+    """
     from dataclasses import replace
 
     from model.proofs.solver import Status
@@ -163,7 +167,12 @@ def _deepen(ob: Any, bounds: Mapping[str, int], budget: float, base: Any,
     spent = 0.0
     current = ob.deepen(bounds)
     stopped = "budget"
+    last: float | None = None
+    growth = 3.0
     while spent < budget:
+        if last is not None and spent + last * growth > budget:
+            stopped = f"the next attempt ({dict(current)}) would take about {last * growth:.0f} s, beyond the budget"
+            break
         remaining_ms = int(max(1.0, budget - spent) * 1000)
         cfg = replace(base, bounds=dict(current), timeout_ms=min(base.timeout_ms * 10, remaining_ms))
         say(f"  deep {ob.id} at {dict(current)} ...")
@@ -173,11 +182,10 @@ def _deepen(ob: Any, bounds: Mapping[str, int], budget: float, base: Any,
         if out.status is not Status.PROVED:
             stopped = f"{out.status.value} at {dict(current)}"
             break
-        if spent >= budget:
-            # proved, but the budget ran out during it: it still counts as reached
-            reached = dict(current)
-            break
         reached = dict(current)
+        if last is not None and last > 0.05:
+            growth = max(2.0, seconds / last)
+        last = seconds
         current = ob.deepen(current)
     return {"reached": reached, "attempts": attempts, "budget_seconds": round(budget, 1),
             "seconds": round(spent, 3), "stopped": stopped}

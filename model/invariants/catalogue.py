@@ -61,7 +61,7 @@ CATALOGUE: dict[str, Invariant] = {
                   "(eager 1, cooperative 2 rebalances, plus one for each generation in which a SyncGroup "
                   "was answered REBALANCE_IN_PROGRESS)"),
         Invariant("consume-owned-only", Kind.ALWAYS,
-                  "records are consumed and committed only from partitions the member owns"),
+                  "records are consumed only from partitions the member owns (commits: commit-owned-only)"),
         Invariant("no-gap", Kind.ALWAYS,
                   "across owners, consumption of a partition continues from the committed position"),
         Invariant("monotonic-consumption", Kind.ALWAYS,

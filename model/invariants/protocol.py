@@ -8,7 +8,7 @@ catalogue id (``model.invariants.catalogue``). Three shapes:
   state, see :func:`settled`);
 * **transition predicates** (``step``) look at ``(before, action, after, events)``:
   :func:`generation_monotonic`, :func:`eager_revoke_all`, :func:`subscribed_only`,
-  :func:`commits_fenced` (``consume-owned-only``, its commit half);
+  :func:`commits_fenced` (``commit-owned-only``);
 * **history properties** need more than one transition and live in :class:`Monitor`, which watches a
   run transition by transition: ``revoke-before-assign`` (same generation, any order),
   ``eager-revoke-all`` (the revocation callback between an assignment and the next JoinGroup),
@@ -66,13 +66,13 @@ EAGER_REVOKE_ALL = "eager-revoke-all"
 GENERATION_MONOTONIC = "generation-monotonic"
 STATIC_REJOIN = "static-rejoin"
 CONVERGES = "converges"
-CONSUME_OWNED_ONLY = "consume-owned-only"
+COMMIT_OWNED_ONLY = "commit-owned-only"
 
 #: The invariants this module checks (all catalogue ids; zombie-overlap is a warning). Each
 #: leader's assignor round is also judged by what its assignor promises (``balanced``, ``sticky``,
 #: ``revoke-only-moved``, ... from ``model.invariants.assignment``).
 CHECKED = (SINGLE_OWNER, ZOMBIE_OVERLAP, SUBSCRIBED_ONLY, COMPLETE, REVOKE_BEFORE_ASSIGN, EAGER_REVOKE_ALL,
-           GENERATION_MONOTONIC, STATIC_REJOIN, CONVERGES, CONSUME_OWNED_ONLY, "balanced", "sticky",
+           GENERATION_MONOTONIC, STATIC_REJOIN, CONVERGES, COMMIT_OWNED_ONLY, "balanced", "sticky",
            "revoke-only-moved")
 WARNINGS = frozenset({ZOMBIE_OVERLAP})
 
@@ -315,7 +315,7 @@ def subscribed_only(after: SystemState, events: Iterable[Event]) -> list[Violati
 
 
 def commits_fenced(before: SystemState, action: Action, after: SystemState) -> list[Violation]:
-    """``consume-owned-only``, its commit half: an OffsetCommit the coordinator accepts comes from a
+    """``commit-owned-only``: an OffsetCommit the coordinator accepts comes from a
     member the group still counts (not a zombie), for partitions no other running member owns.
     (The model consumes no records, so the consuming half has nothing to look at.) A commit that
     arrives after its sender closed is not judged: it was sent while the sender owned them."""
@@ -329,13 +329,13 @@ def commits_fenced(before: SystemState, action: Action, after: SystemState) -> l
         return []
     tps = tuple(tp for tp, _ in request.offsets)
     if is_zombie(after, committer):
-        return [Violation(CONSUME_OWNED_ONLY, after.now, f"the coordinator accepted {committer.name}'s commit of "
+        return [Violation(COMMIT_OWNED_ONLY, after.now, f"the coordinator accepted {committer.name}'s commit of "
                           f"{', '.join(map(str, tps))} at generation {request.generation}, though the group "
                           f"is at generation {after.group.generation} without it", (committer.name,), tps)]
     others = [(m.name, tp) for m in sy.running(after) if m.name != committer.name and not is_zombie(after, m)
               for tp in tps if tp in m.owned]
     if others:
-        return [Violation(CONSUME_OWNED_ONLY, after.now, f"{committer.name} committed "
+        return [Violation(COMMIT_OWNED_ONLY, after.now, f"{committer.name} committed "
                           f"{', '.join(str(tp) for _, tp in others)} while {others[0][0]} owns them",
                           (committer.name, others[0][0]), tuple(tp for _, tp in others))]
     return []

@@ -470,10 +470,11 @@ def _claims_bmc(mutants: frozenset[str], timeout_ms: int) -> Any:
     if solver.check() != z3.sat:
         return None
     model = solver.model()
-    order = [u.name_of(model, m) for m, _ in picks]
-    gens = {u.name_of(model, x): model_int(model, gen(x)) for x in u.members or ()}
-    claims = {u.name_of(model, x): [int(u.name_of(model, y)[1:]) for y in u.partitions or ()
-                                    if model_bool(model, claim(x, y))] for x in u.members or ()}
+    order = [u.name_of(model, m).split("_")[0] for m, _ in picks]
+    gens = {u.name_of(model, x).split("_")[0]: model_int(model, gen(x)) for x in u.members or ()}
+    claims = {u.name_of(model, x).split("_")[0]: [int(u.name_of(model, y).split("_")[0][1:])
+                                                  for y in u.partitions or () if model_bool(model, claim(x, y))]
+              for x in u.members or ()}
     return order, gens, claims
 
 

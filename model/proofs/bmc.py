@@ -230,7 +230,7 @@ def _deepen_converges(b: Any) -> dict[str, int]:
               "or join, for every assignor, up to the bounds on consumers, partitions and steps",
     source="model.system; model.invariants.protocol.settled / rebalance_bound",
     assumptions=("faults-stop", "fifo-per-connection", "one-coordinator"),
-    bounds={"members": 3, "partitions": 3, "max_steps": 60, "max_states": 20000},
+    bounds={"members": 4, "partitions": 4, "max_steps": 120, "max_states": 40000},
     deepen=_deepen_converges,
 )
 def converges_after_change(cfg: RunConfig) -> Outcome:

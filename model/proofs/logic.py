@@ -26,6 +26,7 @@ from typing import Any
 import z3
 
 Expr = Any  # a z3 expression (z3 is untyped)
+_SORTS = itertools.count()
 
 
 @dataclass
@@ -42,8 +43,10 @@ class Universe:
 
     @staticmethod
     def finite(members: int, partitions: int, tag: str = "") -> Universe:
-        msort, mconsts = z3.EnumSort(f"M{members}x{partitions}{tag}", [f"m{i}" for i in range(members)])
-        psort, pconsts = z3.EnumSort(f"P{members}x{partitions}{tag}", [f"p{i}" for i in range(partitions)])
+        # enumeration sort names must be fresh in Z3's (process-wide) context
+        n = next(_SORTS)
+        msort, mconsts = z3.EnumSort(f"M{members}x{partitions}{tag}_{n}", [f"m{i}_{n}" for i in range(members)])
+        psort, pconsts = z3.EnumSort(f"P{members}x{partitions}{tag}_{n}", [f"p{i}_{n}" for i in range(partitions)])
         return Universe(msort, psort, tuple(mconsts), tuple(pconsts))
 
     @property

@@ -69,9 +69,11 @@ StepProperty = Callable[[Frame, pm.Action], Any]
 
 
 def _induction(prover: Prover, names: Sequence[str], mutants: frozenset[str],
-               step_property: tuple[str, StepProperty] | None = None) -> list[str]:
-    """Initiation and consecution of the invariants ``names``; returns the micro-steps that break them."""
-    f = _frame()
+               step_property: tuple[str, StepProperty] | None = None, f: Frame | None = None,
+               keep: list[Any] | None = None) -> list[str]:
+    """Initiation and consecution of the invariants ``names``; returns the micro-steps that break them.
+    ``keep`` receives the solver holding the inductive hypothesis, for further queries."""
+    f = f or _frame()
     group = z3.And([INVARIANTS[n].build(f.s) for n in names])
     prover.valid("initiation: the initial state satisfies " + ", ".join(names), group, [pm.initial(f.s)])
     post = z3.And([INVARIANTS[n].build(f.t) for n in names])
@@ -90,6 +92,8 @@ def _induction(prover: Prover, names: Sequence[str], mutants: frozenset[str],
             if prover.last.result != "unsat":
                 broken.append(a.name)
         solver.pop()
+    if keep is not None:
+        keep.append(solver)
     return broken
 
 
@@ -136,13 +140,17 @@ SINGLE_OWNER = ("single-owner", "owned-from-assignment", "succeeded-from-assignm
 )
 def protocol_single_owner(cfg: RunConfig) -> Outcome:
     prover = Prover(cfg.timeout_ms)
-    broken = _induction(prover, SINGLE_OWNER, cfg.mutants)
     f = _frame()
+    kept: list[Any] = []
+    broken = _induction(prover, SINGLE_OWNER, cfg.mutants, f=f, keep=kept)
     j, p = z3.Const("j", f.sorts.K), z3.Const("p", f.sorts.P)
-    prover.witness("tight: two counted members can own one partition from different generations (so the "
-                   "per-generation qualifier is needed; see finding static-member-stale-ownership)",
-                   [*f.pre, f.k != j, f.s.alive(f.k), f.s.alive(j), f.s.owns(f.k, p), f.s.owns(j, p),
-                    z3.Not(pm.zombie(f.s, f.k)), z3.Not(pm.zombie(f.s, j)), f.s.og(f.k) != f.s.og(j)])
+    two_owners = z3.And(f.k != j, f.s.alive(f.k), f.s.alive(j), f.s.owns(f.k, p), f.s.owns(j, p),
+                        z3.Not(pm.zombie(f.s, f.k)), z3.Not(pm.zombie(f.s, j)), f.s.og(f.k) != f.s.og(j))
+    prover.valid_in(kept[0], "tight: two counted members can own one partition from different generations (so "
+                             "the per-generation qualifier is needed; see finding static-member-stale-ownership)",
+                    z3.Not(two_owners))
+    last = prover.queries.pop()
+    prover.queries.append(type(last)(last.name, "sat", last.result, last.note))
     return _finish(prover, cfg, SINGLE_OWNER, broken,
                    "per-generation single ownership is inductive for every number of consumers and partitions")
 

@@ -109,7 +109,7 @@ def test_static_rejoin_rebalances_is_caught_by_static_rejoin() -> None:
 
 def test_commit_old_generation_is_caught_by_consume_owned_only() -> None:
     found, tried = search(stale_static_member(), "commit-old-generation")
-    assert found is not None and found.invariant == "consume-owned-only", tried
+    assert found is not None and found.invariant == "commit-owned-only", tried
     assert "generation" in found.message
 
 

@@ -99,7 +99,7 @@ def test_commit_beyond_what_the_member_consumed_after_revocation_is_a_violation(
         "a": [start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 9),
               ev("partitions_revoked", 30, parts=[0]), committed(31, 0, 50)],
     })
-    [finding] = findings(report, "consume-owned-only")
+    [finding] = findings(report, "commit-owned-only")
     assert "committed" in finding["message"]
 
 
@@ -109,7 +109,7 @@ def test_commit_accepted_with_a_stale_generation_is_a_violation(tmp_path: Path) 
               consumed(20, 0, 0, 4, generation=3), committed(500, 0, 5, generation=3)],
         "b": [start(0), ev("group_joined", 100, generation=4, member_id="b-1")],
     })
-    [finding] = findings(report, "consume-owned-only")
+    [finding] = findings(report, "commit-owned-only")
     assert "generation 3" in finding["message"] and "generation 4" in finding["message"]
     # A commit the coordinator refused is what Kafka does: fine.
     refused = run_events(tmp_path / "refused", {
@@ -329,16 +329,46 @@ def test_converges_cooperative_allows_the_follow_up(tmp_path: Path) -> None:
     assert len(findings(report, "converges")) == 1
 
 
+def _synced_all(extra_rebalances: int, skip: tuple[str, int] | None = None,
+                late: dict[str, object] | None = None) -> dict[str, list[dict[str, object]]]:
+    """One file per member with its SyncGroup answer for each stable generation of ``_coordinator``
+    (but ``skip``), plus ``late`` (an answer of m2's) in time order."""
+    times = {2: 250, **{3 + i: 370 + 100 * i for i in range(extra_rebalances)}}
+    files = {m: [ev("group_synced", t, group="g", member_id=m, generation=g)
+                 for g, t in times.items() if (m, g) != skip] for m in ("m1", "m2")}
+    if late is not None:
+        files["m2"] = sorted([*files["m2"], late], key=lambda e: int(str(e["timestamp"])))
+    return files
+
+
 def test_converges_bound_grows_by_one_for_a_syncgroup_that_lost_the_race(tmp_path: Path) -> None:
     # m2's SyncGroup of generation 3 arrived after the next rebalance had started: it learns (and
     # revokes) one rebalance late, so a third rebalance is within the catalogue's bound.
     late_sync = ev("group_synced", 360, group="g", member_id="m2", generation=3, error="REBALANCE_IN_PROGRESS")
-    coordinator = _coordinator("cooperative-sticky", 2)
-    assert findings(run_events(tmp_path / "race", {"c": coordinator, "m2": [late_sync]})) == []
+    syncs = _synced_all(2, skip=("m2", 3), late=late_sync)
+    assert findings(run_events(tmp_path / "race", {"c": _coordinator("cooperative-sticky", 2), **syncs})) == []
     # ... but only by one: a fourth rebalance is still a violation.
-    report = run_events(tmp_path / "bad", {"c": _coordinator("cooperative-sticky", 3), "m2": [late_sync]})
+    syncs = _synced_all(3, skip=("m2", 3), late=late_sync)
+    report = run_events(tmp_path / "bad", {"c": _coordinator("cooperative-sticky", 3), **syncs})
     [finding] = findings(report, "converges")
     assert "counting 1 SyncGroup(s) that lost a race" in finding["message"]
+
+
+def test_converges_counts_a_member_that_never_synced_its_generation(tmp_path: Path) -> None:
+    # Generation 3 lists m1 and m2, but m2 never reports its SyncGroup answer before the next rebalance
+    # (it stalled, or its SyncGroup lost the race): m2 learns its assignment one rebalance late.
+    coordinator = _coordinator("cooperative-sticky", 2)
+    late = _synced_all(2, skip=("m2", 3))
+    assert findings(run_events(tmp_path / "late", {"c": coordinator, **late})) == []
+    # When every member of each generation reports its SyncGroup answer, the plain bound applies.
+    report = run_events(tmp_path / "all", {"c": coordinator, **_synced_all(2)})
+    assert len(findings(report, "converges")) == 1
+
+
+def test_converges_bound_is_not_stretched_when_the_trace_has_no_sync_answers(tmp_path: Path) -> None:
+    # Without any group_synced event nothing says a member missed its sync: the plain bound applies.
+    report = run_events(tmp_path, {"c": _coordinator("cooperative-sticky", 2)})
+    assert len(findings(report, "converges")) == 1
 
 
 def test_converges_count_restarts_on_membership_change(tmp_path: Path) -> None:

@@ -1,0 +1,362 @@
+"""Offsets and delivery in `groupspec check`: no-gap, monotonic-consumption, commit-owned-only,
+committed-not-ahead, and the measure handoff-duplicates, each held and broken on hand-made traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.traces.support import (
+    REAL,
+    committed,
+    consumed,
+    ev,
+    findings,
+    partitions_of,
+    run,
+    run_events,
+    unchecked,
+)
+from traces.report import check_events
+
+
+def start(ts: int = 0, **fields: object) -> dict[str, object]:
+    return ev("startup_complete", ts, **fields)
+
+
+def assigned(ts: int, *parts: int, **fields: object) -> dict[str, object]:
+    return ev("partitions_assigned", ts, parts=list(parts), **fields)
+
+
+def revoked(ts: int, *parts: int, **fields: object) -> dict[str, object]:
+    return ev("partitions_revoked", ts, parts=list(parts), **fields)
+
+
+def stop(ts: int) -> dict[str, object]:
+    return ev("shutdown_complete", ts)
+
+
+def delivery(report: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = report["delivery"]
+    return result
+
+
+# ------------------------------------------------------------------ monotonic-consumption
+
+
+def test_consecutive_polls_hold(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), consumed(30, 0, 5, 9), committed(31, 0, 10),
+              consumed(40, 0, 10, 19), committed(41, 0, 20), revoked(50, 0), stop(51)],
+    })
+    assert findings(report) == []
+    assert report["opportunities"]["monotonic-consumption"] == 3
+    assert "monotonic-consumption" in report["checked"]
+
+
+def test_a_skip_within_one_ownership_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), consumed(30, 0, 8, 9), stop(40)],
+    })
+    [finding] = findings(report, "monotonic-consumption")
+    assert finding["members"] == ["a"] and partitions_of(finding) == [("t", 0)]
+    assert "5..7" in finding["message"] and "skipped" in finding["message"]
+    assert finding["evidence"] == [f"{tmp_path / 'a.jsonl'}:4"]
+    assert report["verdict"] == "violation"
+
+
+def test_going_back_within_one_ownership_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 9), consumed(30, 0, 5, 12), stop(40)],
+    })
+    [finding] = findings(report, "monotonic-consumption")
+    assert "went back" in finding["message"] and "5..12" in finding["message"]
+
+
+def test_gap_slack_tolerates_transaction_markers(tmp_path: Path) -> None:
+    events = {"a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), consumed(30, 0, 6, 9), stop(40)]}
+    assert findings(run_events(tmp_path / "slack", events, gap_slack=1)) == []
+    assert len(findings(run_events(tmp_path / "strict", events), "monotonic-consumption")) == 1
+
+
+def test_a_new_ownership_starts_over(tmp_path: Path) -> None:
+    # Revoked and assigned again: the new ownership starts at the committed offset, not where it left off.
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 9), committed(21, 0, 5), revoked(30, 0),
+              assigned(40, 0), consumed(50, 0, 5, 14), committed(51, 0, 15), stop(60)],
+    })
+    assert findings(report, severity="violation") == []
+
+
+def test_a_cooperative_member_keeps_its_position_across_generations(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative"}
+    report = run_events(tmp_path, {
+        "a": [start(**coop), assigned(10, 0, 1, generation=1, **coop), consumed(20, 0, 0, 4, generation=1),
+              revoked(30, 1, generation=2, **coop), assigned(31, generation=2, **coop),
+              consumed(40, 0, 2, 9, generation=2), stop(50)],
+    })
+    [finding] = findings(report, "monotonic-consumption")  # partition 0 was kept: 2 is going back
+    assert partitions_of(finding) == [("t", 0)]
+
+
+# ------------------------------------------------------------------ commit-owned-only
+
+
+def test_committing_a_partition_never_owned_is_commit_owned_only(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), committed(21, 0, 5), committed(22, 1, 7), stop(30)],
+    })
+    [finding] = findings(report, "commit-owned-only")
+    assert partitions_of(finding) == [("t", 1)] and "committed" in finding["message"]
+    assert findings(report, "consume-owned-only") == []
+
+
+def test_consuming_unowned_stays_consume_owned_only(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": [start(), assigned(10, 0), consumed(20, 1, 0, 4), stop(30)]})
+    assert len(findings(report, "consume-owned-only")) == 1
+    assert findings(report, "commit-owned-only") == []
+
+
+def test_commits_of_owned_partitions_hold(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 2),
+              ev("offsets_committed", 22, success=True, offsets=[{"topic": "t", "partition": 0, "offset": 5},
+                                                                 {"topic": "t", "partition": 1, "offset": 3}]),
+              stop(30)],
+    })
+    assert findings(report) == []
+    assert report["opportunities"]["commit-owned-only"] == 2
+
+
+# ------------------------------------------------------------------ committed-not-ahead
+
+
+def test_committing_beyond_what_was_consumed_is_a_violation(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 9), committed(21, 0, 15), stop(30)],
+    })
+    [finding] = findings(report, "committed-not-ahead")
+    assert finding["members"] == ["a"] and "offset 15" in finding["message"] and "10..14" in finding["message"]
+    assert report["verdict"] == "violation"
+
+
+def test_committing_the_position_or_less_holds(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), consumed(20, 0, 0, 9), committed(21, 0, 10), committed(22, 0, 4),
+              stop(30)],
+    })
+    assert findings(report) == []
+    assert report["opportunities"]["committed-not-ahead"] == 2
+
+
+def test_committing_ahead_of_the_committed_offset_without_consuming_is_a_violation(tmp_path: Path) -> None:
+    first = [start(), assigned(10, 0), consumed(20, 0, 0, 9), committed(21, 0, 10), revoked(30, 0), stop(31)]
+    ahead = run_events(tmp_path / "ahead", {"a": first, "b": [start(), assigned(40, 0), committed(50, 0, 12), stop(60)]})
+    [finding] = findings(ahead, "committed-not-ahead")
+    assert finding["members"] == ["b"] and "committed offset 10" in finding["message"]
+    same = run_events(tmp_path / "same", {"a": first, "b": [start(), assigned(40, 0), committed(50, 0, 10), stop(60)]})
+    assert findings(same) == []
+
+
+def test_a_commit_with_no_committed_offset_known_is_not_judged(tmp_path: Path) -> None:
+    # auto.offset.reset=latest puts the position at the log end: committing it without consuming is fine.
+    report = run_events(tmp_path, {"a": [start(), assigned(10, 0), committed(20, 0, 40), stop(30)]})
+    assert findings(report) == []
+    note = unchecked(report)["committed-not-ahead"]
+    assert note["partial"] and "1 commit(s)" in note["reason"]
+
+
+# ------------------------------------------------------------------ no-gap and the reset policy
+
+
+def _second_owner(first_offset: int, **fields: object) -> list[dict[str, object]]:
+    return [start(**fields), assigned(10, 0), consumed(20, 0, first_offset, first_offset + 4), stop(30)]
+
+
+def test_starting_at_zero_without_a_committed_offset_holds_whatever_the_policy(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": _second_owner(0)})
+    assert findings(report) == []
+    assert report["opportunities"]["no-gap"] == 1
+    assert "no-gap" not in unchecked(report)
+
+
+def test_reset_earliest_from_the_trace_makes_a_late_start_a_gap(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": _second_owner(5, auto_offset_reset="earliest")})
+    [finding] = findings(report, "no-gap")
+    assert "auto.offset.reset=earliest" in finding["message"] and "0..4" in finding["message"]
+    assert "assuming the log starts at offset 0" in unchecked(report)["no-gap"]["reason"]
+
+
+def test_reset_earliest_from_the_configuration(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": _second_owner(5)}, auto_offset_reset="earliest")
+    assert len(findings(report, "no-gap")) == 1
+
+
+@pytest.mark.parametrize("policy", ["latest", "none", None])
+def test_reset_latest_none_or_unknown_is_not_judged_and_says_so(tmp_path: Path, policy: str | None) -> None:
+    fields = {"auto_offset_reset": policy} if policy else {}
+    report = run_events(tmp_path, {"a": _second_owner(5, **fields)})
+    assert findings(report) == []
+    note = unchecked(report)["no-gap"]
+    assert note["partial"] and f"1 under {policy or 'unknown'}" in note["reason"]
+
+
+def test_a_bad_reset_policy_is_a_bad_field(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": _second_owner(0, auto_offset_reset="sometimes")})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    assert "auto_offset_reset" in report["input"]["skipped_examples"][0]["detail"]
+
+
+def test_max_offset_below_min_offset_is_a_bad_field(tmp_path: Path) -> None:
+    bad = ev("records_consumed", 20, partitions=[{"topic": "t", "partition": 0, "minOffset": 9, "maxOffset": 3}])
+    report = run_events(tmp_path, {"a": [start(), assigned(10, 0), bad, stop(30)]})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+
+
+# ------------------------------------------------------------------ handoff-duplicates
+
+
+def _previous_owner(*after_consuming: dict[str, object], **fields: object) -> list[dict[str, object]]:
+    """a consumes 0..9 of t-0, commits 5 (an earlier poll's position), then what the test adds."""
+    return [start(**fields), assigned(10, 0), consumed(20, 0, 0, 4), committed(21, 0, 5), consumed(30, 0, 5, 9),
+            *after_consuming]
+
+
+def _next_owner() -> list[dict[str, object]]:
+    """b is assigned t-0 and starts from the committed offset it fetched."""
+    return [start(), assigned(200, 0)]
+
+
+def _handoff(tmp_path: Path, a: list[dict[str, object]], b_first: int) -> dict[str, Any]:
+    b = [*_next_owner(), consumed(210, 0, b_first, b_first + 9), committed(211, 0, b_first + 10), stop(300)]
+    return run_events(tmp_path, {"a": a, "b": b})
+
+
+def test_a_handoff_with_no_commit_on_revoke_counts_the_records_read_again(tmp_path: Path) -> None:
+    report = _handoff(tmp_path, _previous_owner(revoked(100, 0), stop(101)), b_first=5)
+    assert findings(report) == []  # allowed by at-least-once delivery: a measure, not a violation
+    d = delivery(report)
+    assert d["handoffs"] == 1 and d["duplicates"] == 5 and d["handoffs_with_duplicates"] == 1
+    assert d["duplicates_by_cause"] == {"no-commit-on-revoke": 5}
+    [h] = d["handoff_examples"]
+    assert (h["from"], h["to"], h["start"], h["previous_position"], h["committed"]) == ("a", "b", 5, 10, 5)
+    assert h["evidence"] == [f"{tmp_path / 'a.jsonl'}:6", f"{tmp_path / 'b.jsonl'}:3"]
+    assert d["per_partition"] == [{"group": "default", "topic": "t", "partition": 0, "handoffs": 1,
+                                   "duplicates": 5}]
+    assert report["opportunities"]["handoff-duplicates"] == 1
+
+
+def test_a_commit_in_on_partitions_revoked_leaves_no_duplicates(tmp_path: Path) -> None:
+    # The commit callback may be printed after partitions_revoked: it still precedes the handoff.
+    report = _handoff(tmp_path, _previous_owner(revoked(100, 0), committed(101, 0, 10), stop(102)), b_first=10)
+    assert findings(report) == []
+    d = delivery(report)
+    assert d["handoffs"] == 1 and d["duplicates"] == 0 and d["handoff_examples"] == []
+
+
+def test_duplicates_count_only_what_the_next_owner_consumed(tmp_path: Path) -> None:
+    a = _previous_owner(revoked(100, 0), stop(101))
+    b = [*_next_owner(), consumed(210, 0, 5, 6), revoked(220, 0), stop(230)]  # read 5..6 of 5..9, then lost it
+    assert delivery(run_events(tmp_path, {"a": a, "b": b}))["duplicates"] == 2
+
+
+def test_a_shutdown_without_commit_is_named(tmp_path: Path) -> None:
+    d = delivery(_handoff(tmp_path, _previous_owner(ev("shutdown_complete", 100)), b_first=5))
+    assert d["duplicates_by_cause"] == {"no-commit-on-close": 5}
+
+
+def test_auto_commit_is_named_with_its_interval(tmp_path: Path) -> None:
+    a = _previous_owner(revoked(100, 0), stop(101), enable_auto_commit=True, auto_commit_interval_ms=5000)
+    [h] = delivery(_handoff(tmp_path, a, b_first=5))["handoff_examples"]
+    assert h["cause"] == "auto-commit" and "auto.commit.interval.ms=5000" in h["detail"]
+
+
+def test_a_failed_commit_is_named(tmp_path: Path) -> None:
+    a = _previous_owner(revoked(100, 0),
+                        committed(101, 0, 10, success=False, error="REBALANCE_IN_PROGRESS"), stop(102))
+    [h] = delivery(_handoff(tmp_path, a, b_first=5))["handoff_examples"]
+    assert h["cause"] == "commit-failed" and "REBALANCE_IN_PROGRESS" in h["detail"] and "offset 10" in h["detail"]
+
+
+def test_a_killed_owner_is_a_zombie_and_a_restart_is_a_crash(tmp_path: Path) -> None:
+    # a's trace just ends while it owns t-0 (SIGKILL); b gets t-0 later and starts from the commit.
+    zombie = delivery(_handoff(tmp_path / "killed", _previous_owner(), b_first=5))
+    assert zombie["duplicates_by_cause"] == {"zombie": 5}
+    # a restarts (a new startup_complete without shutdown) and is given t-0 again: it re-reads itself.
+    restart = run_events(tmp_path / "restart", {
+        "a": [*_previous_owner(), start(100), assigned(110, 0), consumed(120, 0, 5, 12), stop(130)],
+    })
+    [h] = delivery(restart)["handoff_examples"]
+    assert (h["from"], h["to"], h["cause"], h["duplicates"]) == ("a", "a", "crash", 5)
+
+
+def test_an_eager_reassignment_to_the_same_member_counts_too(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {
+        "a": [*_previous_owner(revoked(100, 0)), assigned(110, 0), consumed(120, 0, 5, 12), stop(130)],
+    })
+    d = delivery(report)
+    assert d["duplicates"] == 5 and d["handoff_examples"][0]["from"] == "a"
+
+
+def test_no_handoff_is_reported_as_unchecked(tmp_path: Path) -> None:
+    report = run_events(tmp_path, {"a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), stop(30)]})
+    assert delivery(report)["handoffs"] == 0
+    assert not unchecked(report)["handoff-duplicates"]["partial"]
+    assert "handoff-duplicates" not in report["checked"]
+
+
+# ------------------------------------------------------------------ real captures and the model's events
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in REAL.iterdir() if p.is_dir()))
+def test_real_captures_hold_every_delivery_invariant(sample: str) -> None:
+    report = run(REAL / sample)
+    assert [f for f in report["findings"] if f["severity"] == "violation"] == []
+    for invariant in ("no-gap", "monotonic-consumption", "commit-owned-only", "committed-not-ahead",
+                      "handoff-duplicates"):
+        assert report["opportunities"].get(invariant, 0) > 0, invariant
+    assert delivery(report)["handoffs"] > 0
+
+
+def test_in_memory_events_carry_the_delivery_section() -> None:
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 9), committed(21, 0, 12)]
+    report = check_events(events, label="sim")
+    assert [f["invariant"] for f in report["findings"]] == ["committed-not-ahead"]
+    assert report["findings"][0]["evidence"] == ["sim:4"]
+    assert delivery(report)["handoffs"] == 0
+
+
+# ------------------------------------------------------------------ what people read
+
+
+def test_the_summary_and_the_report_show_where_duplicates_came_from(tmp_path: Path) -> None:
+    from groupspec.commands.check import document, summary
+    from groupspec.render import to_markdown
+
+    report = _handoff(tmp_path, _previous_owner(revoked(100, 0), stop(101)), b_first=5)
+    text = summary(report)
+    assert "delivery: 1 handoff(s), 5 record(s) consumed again in 1 of them" in text
+    assert "no-commit-on-revoke 5" in text
+    markdown = to_markdown(document(report))
+    assert "Delivery: records consumed again at a handoff" in markdown
+    assert "no commitSync in onPartitionsRevoked" in markdown
+    assert f"{tmp_path / 'a.jsonl'}:6" in markdown
+
+
+def test_verbose_record_data_followed_by_its_summary_is_one_poll(tmp_path: Path) -> None:
+    # VerifiableConsumer --verbose prints record_data per record, then the poll's records_consumed.
+    def record(ts: int, offset: int) -> dict[str, object]:
+        return ev("record_data", ts, topic="t", partition=0, offset=offset, key=None, value="v")
+
+    report = run_events(tmp_path, {
+        "a": [start(), assigned(10, 0), record(20, 0), record(20, 1), record(20, 2), consumed(20, 0, 0, 2),
+              record(30, 3), record(30, 4), consumed(30, 0, 3, 4), committed(31, 0, 5), stop(40)],
+    })
+    assert findings(report) == []
+    skipping = run_events(tmp_path / "skip", {
+        "a": [start(), assigned(10, 0), record(20, 0), consumed(20, 0, 0, 0), record(30, 4), consumed(30, 0, 4, 4),
+              stop(40)],
+    })
+    assert len(findings(skipping, "monotonic-consumption")) == 1

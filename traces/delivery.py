@@ -1,0 +1,394 @@
+"""The offset and delivery rules of the trace checker: what a rebalance did to the records.
+
+Offsets in a trace
+------------------
+A consumer reads a partition from its *position*: the offset of the next record it will fetch.
+Kafka's VerifiableConsumer prints one ``records_consumed`` per poll with, per partition, ``count``,
+``minOffset`` and ``maxOffset`` (tools/.../VerifiableConsumer.java, ``RecordSetSummary``), so after
+a poll the position is ``maxOffset + 1``. A commit (``offsets_committed``) stores, per partition,
+"the offset of the next message your application will consume" (KafkaConsumer#commitSync javadoc):
+normally the position. When a member is assigned a partition it fetches the group's committed
+offset (OffsetFetch, ConsumerCoordinator.refreshCommittedOffsetsIfNeeded) and starts there; with
+no committed offset, ``auto.offset.reset`` decides (earliest: the log start, latest: the log end,
+none: the consumer fails with NoOffsetForPartitionException; SubscriptionState / OffsetResetStrategy).
+
+The rules
+---------
+- ``no-gap``: a member's first offset after it is assigned a partition is not beyond the group's
+  committed offset (plus ``gap_slack``). With no committed offset, a start at offset 0 skips nothing;
+  a later start depends on the reset policy: under ``earliest`` the log is assumed to start at offset 0 (a trace does not carry the log start
+  offset, so this is an assumption, reported); under ``latest`` / ``none`` / an unknown policy the
+  start is not judged, and ``unchecked`` says how often and what was assumed.
+- ``monotonic-consumption``: within one ownership each poll of a partition starts exactly at the
+  position the previous one left (``minOffset == previous maxOffset + 1``): never back, never a
+  skip. Transaction markers and compaction leave holes in the offsets of a partition; ``gap_slack``
+  tolerates that many (a large value accepts any forward jump). Going back (a ``seek`` by the
+  application, a reset after OffsetOutOfRange) is always reported.
+- ``committed-not-ahead``: a member never commits, for a partition it owns, an offset beyond its
+  position (the last offset it consumed + 1). If it consumed nothing of the partition since it was
+  assigned it, the commit must not pass the group's committed offset (where its position began); if
+  no committed offset is known, the reset policy placed the position and the commit is not judged
+  (counted in ``unchecked``).
+- ``commit-owned-only`` lives in :mod:`traces.checker` (commits of partitions not owned; commits
+  that succeeded with a generation the group had left).
+
+The measure ``handoff-duplicates``
+----------------------------------
+Kafka delivers at least once: when a partition changes owner, the new owner starts at the committed
+offset, and whatever the previous owner consumed after its last commit is consumed again. Per
+handoff (a partition let go by one member, or by one incarnation of a member, and consumed by the
+next owner) the checker counts the offsets the new owner consumed in ``[its first offset, the
+previous owner's position)``. The count is final when the new owner lets the partition go (or the
+trace ends). Where the trace tells, each handoff names its cause (:data:`CAUSES`). A member
+re-assigned a partition it just revoked (eager rebalancing does that to everybody) counts as a
+handoff to itself: its own uncommitted records are read again.
+
+Memory: per member and partition (position, the handoff being counted, the last failed commit) and
+per group and partition (the last release); the per-handoff list in the report is capped at
+``max_findings``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from traces.schema import TP, BadField, tp_json, tp_label
+from traces.state import (
+    UNKNOWN_POSITION,
+    VIOLATION,
+    CheckConfig,
+    Finding,
+    GroupState,
+    Handoff,
+    Member,
+    Release,
+)
+
+RESET_POLICIES = frozenset({"earliest", "latest", "none"})
+
+# Why records were consumed twice at a handoff, worst first.
+CAUSES = {
+    "crash": "the previous owner's process ended without shutdown_complete (killed, crashed): the position it "
+             "had not committed was lost",
+    "zombie": "the previous owner still held the partition or reported it lost (its session expired, or it "
+              "stalled past max.poll.interval.ms) and had not committed its position",
+    "commit-failed": "the previous owner's last commit of the partition failed",
+    "auto-commit": "the previous owner used enable.auto.commit: records consumed since its last auto-commit "
+                   "(auto.commit.interval.ms) had not been committed",
+    "no-commit-on-revoke": "the previous owner did not commit its position before the partition was revoked "
+                           "(no commitSync in onPartitionsRevoked)",
+    "no-commit-on-close": "the previous owner did not commit its position before it shut down",
+    "rewind": "the new owner started before the committed offset (a seek, or a reset to earliest)",
+    "unknown": "the trace does not say why the position was not committed",
+}
+
+
+class DeliveryChecks:
+    """no-gap, monotonic-consumption, committed-not-ahead and handoff-duplicates (mixed into the checker)."""
+
+    config: CheckConfig
+    members: dict[str, Member]
+    opportunities: Counter[str]
+    saw: Counter[str]
+
+    def where(self, src: int, line: int) -> str:
+        raise NotImplementedError
+
+    def _group(self, name: str) -> GroupState:
+        raise NotImplementedError
+
+    def _finding(self, invariant: str, severity: str, group: str, members: Iterable[str],
+                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
+                 aggregate: tuple[str, str, TP] | None = None) -> Finding | None:
+        raise NotImplementedError
+
+    def _init_delivery(self) -> None:
+        self.handoffs = 0  # handoffs measured
+        self.handoffs_unmeasured = 0  # the previous owner's position was not known
+        self.dup_handoffs = 0  # handoffs with at least one duplicate
+        self.dup_total = 0
+        self.dup_by_cause: Counter[str] = Counter()
+        self.dup_by_partition: dict[tuple[str, TP], list[int]] = {}  # (group, tp) -> [handoffs, duplicates]
+        self.handoff_examples: list[Handoff] = []
+        self.no_gap_unjudged: Counter[str] = Counter()  # reset policy -> first consumptions not judged
+        self.no_gap_assumed_zero = 0  # first consumptions judged against an assumed log start of 0
+        self.not_ahead_unjudged = 0
+
+    # ---------------------------------------------------------------- configuration from the trace
+
+    def _offset_config(self, m: Member, ev: dict[str, Any]) -> None:
+        """``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` (any event may say)."""
+        reset = ev.get("auto_offset_reset")
+        if reset is not None:
+            if reset not in RESET_POLICIES:
+                raise BadField(f"auto_offset_reset is not earliest, latest or none: {reset!r:.40}")
+            m.auto_offset_reset = reset
+        auto = ev.get("enable_auto_commit")
+        if auto is not None:
+            if not isinstance(auto, bool):
+                raise BadField(f"enable_auto_commit is not true or false: {auto!r:.40}")
+            m.auto_commit = auto
+        interval = ev.get("auto_commit_interval_ms")
+        if interval is not None:
+            if type(interval) is not int or interval < 0:
+                raise BadField(f"auto_commit_interval_ms is not a non-negative integer: {interval!r:.40}")
+            m.auto_commit_interval_ms = interval
+
+    # ---------------------------------------------------------------- consumption
+
+    def _consumption(self, m: Member, tp: TP, p: dict[str, Any], low: Any, ts: int, src: int, line: int) -> None:
+        """A poll of an owned partition that did not start at the member's position (the hot path's exit)."""
+        high = p.get("maxOffset")
+        if type(low) is not int or type(high) is not int:
+            if low is not None or high is not None:
+                raise BadField(f"minOffset / maxOffset of {tp_label(tp)} are not integers")
+            m.fresh.discard(tp)
+            m.position[tp] = UNKNOWN_POSITION
+            return
+        if high < low:
+            raise BadField(f"maxOffset {high} of {tp_label(tp)} is below minOffset {low}")
+        if tp in m.fresh:
+            self._first_consumption(m, tp, low, ts, src, line)
+        else:
+            pos = m.position.get(tp)
+            if pos is not None and pos != UNKNOWN_POSITION:
+                if m.record_data and high < pos:
+                    # VerifiableConsumer --verbose prints each record (record_data), then the poll's
+                    # summary (records_consumed): the summary repeats what was already counted.
+                    return
+                self._monotonic(m, tp, pos, low, high, ts, src, line)
+        m.position[tp] = high + 1
+
+    def _monotonic(self, m: Member, tp: TP, pos: int, low: int, high: int, ts: int, src: int, line: int) -> None:
+        if low < pos:
+            self._finding("monotonic-consumption", VIOLATION, m.group, [m.key], [tp], ts, ts,
+                          [self.where(src, line)],
+                          f"{m.key} consumed {tp_label(tp)} offsets {low}..{high} after it had already consumed up "
+                          f"to {pos - 1} in the same ownership: its position went back",
+                          aggregate=("monotonic-consumption", m.key, tp))
+        elif low > pos + self.config.gap_slack:
+            self._finding("monotonic-consumption", VIOLATION, m.group, [m.key], [tp], ts, ts,
+                          [self.where(src, line)],
+                          f"{m.key} consumed {tp_label(tp)} from offset {low} right after offset {pos - 1}: "
+                          f"offsets {pos}..{low - 1} were skipped (set gap_slack for transactional or "
+                          f"compacted topics)",
+                          aggregate=("monotonic-consumption", m.key, tp))
+
+    def _first_consumption(self, m: Member, tp: TP, low: int, ts: int, src: int, line: int) -> None:
+        """The first poll of a newly assigned partition: no-gap, and the start of a handoff's count."""
+        m.fresh.discard(tp)
+        self.saw["offsets"] += 1
+        gs = m.gs
+        committed = gs.committed.get(tp)
+        where = self.where(src, line)
+        if committed is not None:
+            self.opportunities["no-gap"] += 1
+            if low > committed + self.config.gap_slack:
+                self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
+                              f"{m.key} started {tp_label(tp)} at offset {low} but the committed offset was "
+                              f"{committed}: offsets {committed}..{low - 1} were never consumed")
+        elif low == 0:
+            self.opportunities["no-gap"] += 1  # from the first offset there is: nothing can have been skipped
+        else:
+            policy = m.auto_offset_reset or self.config.auto_offset_reset
+            if policy == "earliest":
+                self.opportunities["no-gap"] += 1
+                self.no_gap_assumed_zero += 1
+                if low > self.config.gap_slack:
+                    self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
+                                  f"{m.key} started {tp_label(tp)} at offset {low} with no committed offset and "
+                                  f"auto.offset.reset=earliest: offsets 0..{low - 1} were never consumed "
+                                  f"(assuming the log starts at 0; retention may have deleted them)")
+            else:
+                self.no_gap_unjudged[policy or "unknown"] += 1
+        src_rec = m.handoff_src.pop(tp, None)
+        if src_rec is not None:
+            self._start_handoff(m, gs, tp, src_rec, low, committed, ts, where)
+
+    # ---------------------------------------------------------------- handoffs
+
+    def _handoff_assigned(self, m: Member, gs: GroupState, tp: TP, holders: list[Member] | None) -> None:
+        """``m`` is assigned ``tp``: remember where it came from; its old position no longer counts."""
+        m.position.pop(tp, None)
+        m.failed_commits.pop(tp, None)
+        source: Release | Member | None = None
+        if holders:
+            source = next((h for h in holders if h is not m), None)
+        if source is None:
+            source = gs.released.get(tp)
+        if source is not None:
+            m.handoff_src[tp] = source
+
+    def _handoff_released(self, m: Member, gs: GroupState, tp: TP, kind: str, ts: int, where: str) -> None:
+        """``m`` lets ``tp`` go: close the count of the handoff that gave it ``tp``; record this release."""
+        m.handoff_src.pop(tp, None)
+        pending = m.dup_pending.pop(tp, None) if m.dup_pending else None
+        if pending is not None:
+            self._close_handoff(m, tp, pending)
+        gs.released[tp] = Release(m, tp, kind, ts, where)
+
+    def _start_handoff(self, m: Member, gs: GroupState, tp: TP, source: Release | Member, low: int,
+                       committed: int | None, ts: int, where: str) -> None:
+        if isinstance(source, Member):
+            previous, kind, release_where = source.key, "held", f"{source.key} (still owning it)"
+            prev_pos = source.position.get(tp)
+            failed, auto, interval = source.failed_commits.get(tp), source.auto_commit, source.auto_commit_interval_ms
+        else:
+            previous, kind, release_where = source.member, source.kind, source.where
+            prev_pos = source.position
+            failed, auto, interval = source.failed_commit, source.auto_commit, source.auto_commit_interval_ms
+        if prev_pos is None or prev_pos == UNKNOWN_POSITION:
+            self.handoffs_unmeasured += 1
+            return
+        cause = detail = ""
+        if prev_pos > low:
+            if kind in ("killed", "eof"):
+                cause = "crash"
+            elif kind in ("held", "lost"):
+                cause = "zombie"
+            elif committed is not None and committed >= prev_pos:
+                cause = "rewind"
+            elif failed is not None and (committed is None or failed[0] > committed):
+                cause = "commit-failed"
+            elif auto:
+                cause = "auto-commit"
+            elif kind == "revoked":
+                cause = "no-commit-on-revoke"
+            elif kind == "shutdown":
+                cause = "no-commit-on-close"
+            else:
+                cause = "unknown"
+            detail = CAUSES[cause]
+            if cause == "commit-failed" and failed is not None:
+                detail += f" (offset {failed[0]}: {failed[1] or 'no error given'})"
+            if cause == "auto-commit" and interval is not None:
+                detail += f" (auto.commit.interval.ms={interval})"
+        handoff = Handoff(m.group, tp, previous, m.key, ts, low, prev_pos, committed, cause, detail,
+                          [release_where, where])
+        if prev_pos > low:
+            m.dup_pending[tp] = handoff
+        else:
+            self._record_handoff(handoff)
+
+    def _close_handoff(self, m: Member, tp: TP, h: Handoff) -> None:
+        pos = m.position.get(tp)
+        if pos is not None and pos != UNKNOWN_POSITION:
+            h.duplicates = max(0, min(pos, h.previous_position) - h.start)
+        self._record_handoff(h)
+
+    def _record_handoff(self, h: Handoff) -> None:
+        self.handoffs += 1
+        self.opportunities["handoff-duplicates"] += 1
+        totals = self.dup_by_partition.setdefault((h.group, h.tp), [0, 0])
+        totals[0] += 1
+        if h.duplicates:
+            totals[1] += h.duplicates
+            self.dup_handoffs += 1
+            self.dup_total += h.duplicates
+            self.dup_by_cause[h.cause] += h.duplicates
+            if len(self.handoff_examples) < self.config.max_findings:
+                self.handoff_examples.append(h)
+
+    def _finish_delivery(self) -> None:
+        for m in self.members.values():
+            for tp, h in sorted(m.dup_pending.items()):
+                self._close_handoff(m, tp, h)
+            m.dup_pending.clear()
+
+    # ---------------------------------------------------------------- commits
+
+    def _commit_position(self, m: Member, tp: TP, offset: Any, pos: int | None, ts: int, src: int,
+                         line: int) -> None:
+        """committed-not-ahead for a commit of an owned partition that is not exactly the position."""
+        if type(offset) is not int or offset < 0:
+            return
+        if pos is not None:
+            if pos == UNKNOWN_POSITION or offset <= pos:
+                return
+            self._finding("committed-not-ahead", VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
+                          f"{m.key} committed offset {offset} of {tp_label(tp)} but had consumed only up to offset "
+                          f"{pos - 1}: offsets {pos}..{offset - 1} would be skipped by the next owner",
+                          aggregate=("committed-not-ahead", m.key, tp))
+            return
+        committed = m.gs.committed.get(tp)
+        if committed is None:
+            self.not_ahead_unjudged += 1
+            return
+        if offset > committed:
+            self._finding("committed-not-ahead", VIOLATION, m.group, [m.key], [tp], ts, ts, [self.where(src, line)],
+                          f"{m.key} committed offset {offset} of {tp_label(tp)} without consuming any of it since "
+                          f"it was assigned; its position started at the committed offset {committed}",
+                          aggregate=("committed-not-ahead", m.key, tp))
+
+    def _commit_failed(self, m: Member, ev: dict[str, Any]) -> None:
+        error = ev.get("error")
+        text = error if isinstance(error, str) else ""
+        for item in ev.get("offsets") or ():
+            offset = item.get("offset")
+            if type(offset) is int:
+                tp = (item["topic"], item["partition"])
+                failed = (offset, text or str(item.get("error") or ""))
+                m.failed_commits[tp] = failed
+                release = m.gs.released.get(tp)
+                if tp not in m.owned and release is not None and release.member == m.key:
+                    release.failed_commit = failed  # the commit in onPartitionsRevoked, reported after it
+
+    # ---------------------------------------------------------------- results
+
+    def delivery_json(self) -> dict[str, Any]:
+        """The ``delivery`` section of the report: handoffs and the records they made consumed twice."""
+        per_partition = [{"group": g, **tp_json(tp), "handoffs": n, "duplicates": d}
+                         for (g, tp), (n, d) in sorted(self.dup_by_partition.items())]
+        return {
+            "handoffs": self.handoffs,
+            "handoffs_with_duplicates": self.dup_handoffs,
+            "handoffs_unmeasured": self.handoffs_unmeasured,
+            "duplicates": self.dup_total,
+            "duplicates_by_cause": dict(sorted(self.dup_by_cause.items())),
+            "causes": {k: CAUSES[k] for k in sorted(self.dup_by_cause)},
+            "per_partition": per_partition,
+            "handoff_examples": [
+                {"group": h.group, **tp_json(h.tp), "from": h.previous, "to": h.new, "at": h.ts,
+                 "start": h.start, "previous_position": h.previous_position, "committed": h.committed,
+                 "duplicates": h.duplicates, "cause": h.cause, "detail": h.detail, "evidence": h.evidence}
+                for h in self.handoff_examples],
+            "handoff_examples_truncated": self.dup_handoffs > len(self.handoff_examples),
+        }
+
+    def delivery_unchecked(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+
+        def note(invariant: str, reason: str, partial: bool = False) -> None:
+            out.append({"invariant": invariant, "reason": reason, "partial": partial})
+
+        if not self.saw["offsets"]:
+            note("no-gap", "needs records_consumed with minOffset and successful offsets_committed")
+            note("monotonic-consumption", "needs records_consumed with minOffset / maxOffset")
+        else:
+            if not self.opportunities["no-gap"]:
+                note("no-gap", "no member started a partition with a committed offset (or reset=earliest) known")
+            if self.no_gap_unjudged:
+                policies = ", ".join(f"{n} under {p}" for p, n in sorted(self.no_gap_unjudged.items()))
+                note("no-gap", f"first consumptions of a partition with no committed offset were not judged "
+                               f"({policies}): assumed the auto.offset.reset policy put the position there "
+                               f"(latest: the log end; none: an explicit seek; unknown: either)", partial=True)
+            if self.no_gap_assumed_zero:
+                note("no-gap", f"{self.no_gap_assumed_zero} first consumption(s) under auto.offset.reset=earliest "
+                               f"with no committed offset were judged assuming the log starts at offset 0",
+                     partial=True)
+        if not self.saw["commits"]:
+            note("commit-owned-only", "no offsets_committed events")
+            note("committed-not-ahead", "no offsets_committed events")
+        elif self.not_ahead_unjudged:
+            note("committed-not-ahead", f"{self.not_ahead_unjudged} commit(s) of partitions the member had not "
+                                        f"consumed from, with no committed offset known, were not judged (the "
+                                        f"reset policy placed the position)", partial=True)
+        if not self.handoffs:
+            note("handoff-duplicates", "no partition passed from one owner to a next one that consumed it, with "
+                                       "the previous owner's offsets known")
+        elif self.handoffs_unmeasured:
+            note("handoff-duplicates", f"{self.handoffs_unmeasured} handoff(s) where the previous owner's offsets "
+                                       f"were not known were not measured", partial=True)
+        return out
