@@ -125,7 +125,7 @@ RUN_SHAPES: dict[str, tuple[int, int, int, float, int | None]] = {
 # Which concrete check stands for which symbolic invariant, and its catalogue id.
 DETECTORS: dict[str, tuple[str, Detector, bool]] = {
     "rejected-generation-dropped": ("generation-monotonic", _kept_rejected_generation, False),
-    "commits-from-current-generation": ("consume-owned-only", _old_generation_commit, False),
+    "commits-from-current-generation": ("commit-owned-only", _old_generation_commit, False),
     "added-only-to-its-assignee": ("revoke-before-assign", _monitor_detector(pinv.REVOKE_BEFORE_ASSIGN), True),
     "static-rejoin": ("static-rejoin", _monitor_detector(pinv.STATIC_REJOIN), True),
 }

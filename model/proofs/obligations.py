@@ -51,8 +51,8 @@ ASSUMPTIONS: dict[str, Assumption] = {
                    "no consumer and no partition has a rack (KIP-881 rack-aware assignment is not covered)"),
         Assumption("no-commits",
                    "the executable consumers consume no records; their only OffsetCommits are the auto-commits "
-                   "before a rebalance and on close (model.member), so consume-owned-only is proved for what "
-                   "the coordinator accepts, and no-gap is not a protocol obligation here"),
+                   "before a rebalance and on close (model.member), so commit-owned-only is proved for what "
+                   "the coordinator accepts, and consume-owned-only / no-gap are not protocol obligations here"),
         Assumption("static-restart-in-time",
                    "a restarting static member rejoins before its session timeout expires, and nothing else "
                    "happens to the group meanwhile"),

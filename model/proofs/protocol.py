@@ -242,7 +242,7 @@ COMMITS = ("commits-from-current-generation",)
 
 
 @obligation(
-    id="protocol-commit-fencing", invariant="consume-owned-only", scope="unbounded",
+    id="protocol-commit-fencing", invariant="commit-owned-only", scope="unbounded",
     statement="the coordinator accepts an OffsetCommit only from a member of its current generation, so a "
               "consumer the group moved on from cannot commit for partitions that now belong to another member",
     source="OffsetMetadataManager.validateOffsetCommit / ClassicGroup.validateOffsetCommit (ILLEGAL_GENERATION)",

@@ -48,7 +48,7 @@ def test_protocol_mutant_counterexample_is_a_trace_of_the_executable_model(tmp_p
     code, doc = _run(tmp_path, "--only", "commit-old-generation")
     assert code == 0
     (m,) = doc["mutants"]
-    assert m["status"] == "refuted" and m["invariant"] == "consume-owned-only"
+    assert m["status"] == "refuted" and m["invariant"] == "commit-owned-only"
     names = {e["name"] for e in m["counterexample"]}
     assert {"startup_complete", "group_joined"} <= names
 
