@@ -826,8 +826,8 @@ def _withhold_crosscheck(prover: Prover, cfg: RunConfig) -> tuple[int, list[str]
 
     Equal subscriptions (constrained builder): both forms of the rule must hold. Unequal ones
     (general builder): the raw-claims form, which is how Kafka computes the transfer; where the
-    valid-claims form of ``model.invariants.assignment`` fails there, the instance is returned as
-    an observed divergence (a partition handed back to a stale lower-generation claimer).
+    executable check of ``model.invariants.assignment`` still fails there, the instance is returned
+    as an observed divergence.
     """
     rng = random.Random(cfg.seed + 2)
     checked = 0
