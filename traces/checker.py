@@ -101,6 +101,8 @@ from traces.state import (
     RevokeRecord,
 )
 
+NO_POSITION = object()  # the fast path's default for a partition with no position yet
+
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
 
@@ -179,12 +181,12 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 if name not in fast_names:
                     dispatch[name](ts, src, line, ev)
                     continue
-                get = ev.get
-                m = members_get(get("member") or default_member[src])
+                # `key in ev and ev[key]` rather than ev.get(key): a subscript is a fraction of a method call
+                m = members_get(("member" in ev and ev["member"]) or default_member[src])
                 if m is None or src != m.last_src or not m.jsonl \
-                        or get("generation", m.generation) != m.generation \
-                        or get("group", m.group) != m.group \
-                        or get("member_id", m.member_id) != m.member_id:
+                        or ("generation" in ev and ev["generation"] != m.generation) \
+                        or ("group" in ev and ev["group"] != m.group) \
+                        or ("member_id" in ev and ev["member_id"] != m.member_id):
                     dispatch[name](ts, src, line, ev)
                     continue
                 m.last_ts = ts
@@ -197,9 +199,10 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                         tp = (p["topic"], p["partition"])
                         checked += 1
                         if tp in owned:
-                            low = p.get("minOffset")
-                            # the common case: the poll starts where the last one ended (monotonic-consumption)
-                            if low is None or low != position.get(tp):
+                            low = p["minOffset"] if "minOffset" in p else None
+                            # the common case: the poll starts where the last one ended (monotonic-consumption);
+                            # NO_POSITION never equals an offset, nor a missing one (None)
+                            if low != position.get(tp, NO_POSITION):
                                 self._consumption(m, tp, p, low, ts, src, line)  # first poll, gap, or no offsets
                             else:
                                 position[tp] = p["maxOffset"] + 1
@@ -208,7 +211,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                         else:
                             self._unowned(m, tp, ts, src, line, "consumed")
                     continue
-                if get("success", True) is False:
+                if "success" in ev and ev["success"] is False:
                     dispatch[name](ts, src, line, ev)  # remembered: a failed commit explains duplicates
                     continue
                 commits += 1
@@ -220,7 +223,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 contested = m.contested
                 for o in ev["offsets"]:
                     tp = (o["topic"], o["partition"])
-                    offset = o.get("offset")
+                    offset = o["offset"] if "offset" in o else None
                     if "error" in o and o["error"]:
                         continue
                     if tp in owned:
