@@ -641,8 +641,21 @@ def _on_sync_group_response(m: Member, r: SyncGroupResponse, now: int, mutants: 
                     join=JoinFuture.SUCCEEDED, join_result=tuple(sorted(r.assignment)))
         return m, (), (member_event(m, ev.GROUP_SYNCED, now, partitions=r.assignment),)
     if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION, Errors.REBALANCE_IN_PROGRESS):
-        return _sync_failed(m, error, mutants), (), ()
+        return _sync_failed(m, error, mutants), (), (_sync_error_event(m, error, now),)
     return _fail_join(m, error), (), ()  # FENCED_INSTANCE_ID and the unexpected ones are fatal
+
+
+def _sync_error_event(m: Member, error: Errors, now: int) -> Event:
+    """``group_synced`` for a SyncGroup the coordinator refused: ``error`` (the Errors name) and the
+    generation and member id the SyncGroup was sent with (``join_sent_generation``), whatever the
+    member resets afterwards. The Java client logs these in ``SyncGroupResponseHandler.handle``
+    ("SyncGroup failed: ...")."""
+    sent = m.join_sent_generation
+    event = member_event(m, ev.GROUP_SYNCED, now, error=error.name)
+    event["generation"] = sent.generation_id
+    if sent.member_id:
+        event["member_id"] = sent.member_id
+    return event
 
 
 def _sync_failed(m: Member, error: Errors, mutants: frozenset[str]) -> Member:

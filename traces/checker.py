@@ -199,7 +199,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                         tp = (p["topic"], p["partition"])
                         checked += 1
                         if tp in owned:
-                            low = p["minOffset"] if "minOffset" in p else None
+                            low = p.get("minOffset")
                             # the common case: the poll starts where the last one ended (monotonic-consumption);
                             # NO_POSITION never equals an offset, nor a missing one (None)
                             if low != position.get(tp, NO_POSITION):
@@ -223,7 +223,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 contested = m.contested
                 for o in ev["offsets"]:
                     tp = (o["topic"], o["partition"])
-                    offset = o["offset"] if "offset" in o else None
+                    offset = o.get("offset")
                     if "error" in o and o["error"]:
                         continue
                     if tp in owned:
@@ -381,6 +381,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         m.gen_by_src.clear()
         m.generation = None
         m.assigned_gen = None
+        m.rejected = None
         m.member_id = None
         m.shutdown = False
         m.ended = False
@@ -401,6 +402,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             self._release(m, gs, tp, ts, src, line, kind, m.generation)
         m.owned.clear()
         m.fresh.clear()
+        m.rejected = None
         m.ended = True
         gs.analytics.member_gone(m.key)
 
@@ -421,6 +423,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         coop = m.protocol == "cooperative"
         if m.protocol == "eager" and not m.known:
             m.known = True  # an eager assignment is the whole assignment
+        if m.rejected is not None and gen is not None:
+            self._rejected_kept(m, gen, ts, where)
         new = [tp for tp in dict.fromkeys(tps) if tp not in m.owned]
         if m.protocol == "eager" and new:
             self.opportunities["eager-revoke-all"] += 1
@@ -525,11 +529,51 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                     m.prepare_revoked[tp] = (gs.owner_epoch.get(tp, 0), where)
                 elif gen > m.assigned_gen:
                     m.complete_revoked.setdefault(gen, set()).add(tp)
+        if m.rejected is not None:
+            self._rejected_let_go(m, tps, kind, ts, where)
         for tp in tps:
             if tp in m.owned:
                 self._release(m, gs, tp, ts, src, line, kind, gen)
         if kind == "lost":
             m.known = True
+
+    def _rejected_let_go(self, m: Member, tps: list[TP], kind: str, ts: int, where: str) -> None:
+        """``generation-monotonic`` after a SyncGroup rejected the member's generation g
+        (``group_synced`` with ``error`` ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID): what it owned
+        then is reported *lost*, not revoked (``resetGenerationOnResponseError``, then
+        ``ConsumerCoordinator.onJoinPrepare`` -> ``onPartitionsLost``; KAFKA-13419)."""
+        assert m.rejected is not None
+        rejected_gen, held, told = m.rejected
+        named = [tp for tp in tps if tp in held and tp in m.owned]
+        if not named:
+            return
+        self.opportunities["generation-monotonic"] += 1
+        if kind == "revoked":
+            self._finding("generation-monotonic", VIOLATION, m.group, [m.key], named, ts, ts, [told, where],
+                          f"{m.key} revoked {', '.join(map(tp_label, named))} after the coordinator rejected its "
+                          f"generation {rejected_gen} ({told}); a member whose generation was rejected reports "
+                          f"what it owned lost (onPartitionsLost), it cannot revoke it under that generation")
+            m.rejected = None
+            return
+        held.difference_update(named)
+        if not held:
+            m.rejected = None
+
+    def _rejected_kept(self, m: Member, gen: int, ts: int, where: str) -> None:
+        """``generation-monotonic``: assigned a newer generation while still owning partitions held in a
+        rejected generation that were never reported lost (see :meth:`_rejected_let_go`)."""
+        assert m.rejected is not None
+        rejected_gen, held, told = m.rejected
+        if gen <= rejected_gen:
+            return
+        m.rejected = None
+        kept = sorted(held & m.owned)
+        self.opportunities["generation-monotonic"] += 1
+        if kept:
+            self._finding("generation-monotonic", VIOLATION, m.group, [m.key], kept, ts, ts, [told, where],
+                          f"{m.key} was assigned generation {gen} still owning {', '.join(map(tp_label, kept))} "
+                          f"from generation {rejected_gen}, which the coordinator had rejected ({told}); it "
+                          f"should have reported them lost before rejoining")
 
     def _release(self, m: Member, gs: GroupState, tp: TP, ts: int, src: int, line: int, kind: str,
                  gen: int | None) -> None:
@@ -740,10 +784,13 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         member_id = ev.get("member_id")
         if gs.awaiting_sync is not None and gen == gs.awaiting_sync[0] and "error" not in ev:
             gs.awaiting_sync[1].discard(member_id if isinstance(member_id, str) else "")
-        if ev.get("error") == "REBALANCE_IN_PROGRESS":
+        error = ev.get("error")
+        if error == "REBALANCE_IN_PROGRESS":
             # The group moved on before this member's SyncGroup arrived (AbstractCoordinator's
             # SyncGroupResponseHandler rejoins without resetting the generation): it revokes late.
             gs.sync_races.add(gen if gen is not None else -1 - len(gs.sync_races))
+        elif error in ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID") and gen is not None and gen >= 0 and m.owned:
+            m.rejected = (gen, set(m.owned), f"{error} at {self.where(src, line)}")
 
     # ================================================================ coordinator events
 

@@ -83,7 +83,7 @@ class Member:
                  "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
                  "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs",
                  "handoff_src", "dup_pending", "failed_commits", "auto_offset_reset", "auto_commit",
-                 "auto_commit_interval_ms", "record_data")
+                 "auto_commit_interval_ms", "record_data", "rejected")
 
     def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
         self.key = key
@@ -123,6 +123,9 @@ class Member:
         self.prepare_revoked: dict[TP, tuple[int, str]] = {}
         self.complete_revoked: dict[int, set[TP]] = {}
         self.eager_flagged: int | None = None
+        # a SyncGroup answered ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID: (the rejected generation, what the member
+        # owned then and has not reported lost yet, where it was told); see Checker._rejected_revoke
+        self.rejected: tuple[int, set[TP], str] | None = None
         self.events = 0
         self.jsonl = jsonl
 

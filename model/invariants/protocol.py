@@ -12,8 +12,10 @@ catalogue id (``model.invariants.catalogue``). Three shapes:
 * **history properties** need more than one transition and live in :class:`Monitor`, which watches a
   run transition by transition: ``revoke-before-assign`` (same generation, any order),
   ``eager-revoke-all`` (the revocation callback between an assignment and the next JoinGroup),
-  ``static-rejoin`` and ``converges`` (bounded), each leader's assignor round judged by what its
-  assignor promises (``model.invariants.assignment``), and every predicate above.
+  ``static-rejoin`` and ``converges`` (bounded), the history half of ``generation-monotonic`` (a
+  generation the coordinator rejected is dropped: the member loses, never revokes or re-claims,
+  what it owned in it; :meth:`Monitor._rejected_generation_kept`), each leader's assignor round
+  judged by what its assignor promises (``model.invariants.assignment``), and every predicate above.
 
 Ownership. A running member *owns* what its application holds (``Member.owned``: from
 ``onPartitionsAssigned`` until ``onPartitionsRevoked`` / ``onPartitionsLost`` / shutdown; a crashed
@@ -48,6 +50,7 @@ from model.messages import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
     Errors,
+    HeartbeatResponse,
     JoinGroupResponse,
     OffsetCommitRequest,
     SyncGroupResponse,
@@ -392,6 +395,18 @@ def convergence_horizon(config: sy.SystemConfig) -> int:
 
 
 _FENCING = frozenset({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID})
+_REJECTING = frozenset({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID})
+
+
+@dataclass(frozen=True, slots=True)
+class _Rejection:
+    """The coordinator told ``member`` that ``generation`` is no longer its own (see
+    :meth:`Monitor._rejected_generation`): what it owned then, and how it was told."""
+
+    member: str
+    generation: int
+    owned: frozenset[TopicPartition]
+    told: str  # e.g. "SyncGroup answered ILLEGAL_GENERATION at 43000 ms"
 
 
 @dataclass
@@ -425,6 +440,7 @@ class Monitor:
     _must_revoke: dict[str, bool] = field(default_factory=dict)  # eager conn -> assigned since last revoke
     _static: dict[str, _StaticCheck] = field(default_factory=dict)
     _told_stale: set[str] = field(default_factory=set)  # conns answered a fencing error while owning
+    _rejections: dict[str, _Rejection] = field(default_factory=dict)  # conn -> its rejected generation
     _reported_at: int = -1  # the disturbance a converges violation was last reported for
     _static_rejoined_generation: int = -1  # last generation a static member rejoined with no rebalance
     _generation: int = 0
@@ -470,8 +486,11 @@ class Monitor:
                  events: tuple[Event, ...]) -> list[Violation]:
         out: list[Violation] = []
         self._generation = after.group.generation
+        if self._rejections:
+            out += self._rejected_generation_kept(before, after, events)
         if isinstance(action, sy.DeliverResponse):
             out += self._assignor_round(before, action)
+            self._note_rejection(before, action)
             r = before.network.head_response(action.conn)
             m = sy.member_by_conn(before, action.conn)
             if m is not None and m.owned and r is not None and r.error in _FENCING:
@@ -522,6 +541,79 @@ class Monitor:
             self._static.clear()  # another fault: the static-rejoin promise no longer applies
             if isinstance(action, sy.MemberRestarts):
                 self._arm_static(before, action.member)
+        return out
+
+    # -- generation-monotonic: a rejected generation is dropped ---------------------------------------
+
+    def _note_rejection(self, before: SystemState, action: sy.DeliverResponse) -> None:
+        """Arm :meth:`_rejected_generation_kept` when a SyncGroup or Heartbeat answer rejects the
+        generation the member still holds (the one the request went with; an answer about a
+        generation the member already left changes nothing, ``generationUnchanged``)."""
+        r = before.network.head_response(action.conn)
+        m = sy.member_by_conn(before, action.conn)
+        if m is None or r is None or r.error not in _REJECTING:
+            return
+        if isinstance(r, SyncGroupResponse) and m.join is mb.JoinFuture.SYNC:
+            sent, what = m.join_sent_generation, "SyncGroup"
+        elif isinstance(r, HeartbeatResponse) and m.heartbeats_in_flight:
+            sent, what = m.heartbeats_in_flight[0], "Heartbeat"
+        else:
+            return
+        if sent.generation_id == NO_GENERATION or m.generation != sent:
+            return
+        self._rejections[action.conn] = _Rejection(m.name, sent.generation_id, m.owned,
+                                                   f"{what} answered {r.error.name} at {before.now} ms")
+
+    def _rejected_generation_kept(self, before: SystemState, after: SystemState,
+                                  events: tuple[Event, ...]) -> list[Violation]:
+        """``generation-monotonic``, the part the proofs call *a rejected generation is dropped*.
+
+        Once a SyncGroup or Heartbeat answer ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID has rejected
+        generation ``g`` of a member that still held it, until that member reaches a newer
+        generation (a JoinGroup answer already on its way) or its process ends:
+
+        * it reports none of the partitions it owned at ``g`` as *revoked* -- they are lost; and
+        * its next JoinGroup claims neither generation ``g`` (its subscription's generation, the
+          member's own, is -1) nor any of those partitions (it owns none of them any more).
+
+        Kafka: ``AbstractCoordinator`` -- ``SyncGroupResponseHandler`` / ``HeartbeatResponseHandler``
+        call ``resetGenerationOnResponseError`` (generation to -1; UNKNOWN_MEMBER_ID also drops the
+        member id) and ``resetStateAndRejoin`` sets ``needsJoinPrepare``; the next
+        ``ConsumerCoordinator.onJoinPrepare`` sees the reset generation and calls
+        ``onPartitionsLost`` for everything assigned (KAFKA-13419); ``ConsumerCoordinator.metadata``
+        then builds the subscription from the reset generation and nothing owned. The eager sticky
+        assignor's own memory of its last assignment is not a claim of the member's generation and
+        is not judged here.
+        """
+        out: list[Violation] = []
+        for conn, rej in list(self._rejections.items()):
+            n = sy.member_by_conn(after, conn)
+            if n is None:
+                del self._rejections[conn]
+                continue
+            revoked = sorted(tp for e in events if e["name"] == ev.PARTITIONS_REVOKED and e.get("member") == rej.member
+                             for tp in ev.partitions_of(e) if tp in rej.owned)
+            b = sy.member_by_conn(before, conn)
+            joined = b is not None and _joined(b, n)
+            if revoked:
+                out.append(Violation(GENERATION_MONOTONIC, after.now, f"{rej.member} revoked "
+                                     f"{', '.join(map(str, revoked))}, owned in generation {rej.generation}, after "
+                                     f"the coordinator rejected generation {rej.generation} ({rej.told}); a member "
+                                     "whose generation was rejected reports its partitions lost", (rej.member,),
+                                     tuple(revoked)))
+                del self._rejections[conn]
+            elif joined:
+                kept = tuple(sorted(n.owned & rej.owned))
+                if n.generation.generation_id == rej.generation or kept:
+                    claims = f"claiming generation {n.generation.generation_id}" + (
+                        f" and still owning {', '.join(map(str, kept))}" if kept else "")
+                    out.append(Violation(GENERATION_MONOTONIC, after.now, f"{rej.member} rejoined {claims} after "
+                                         f"the coordinator rejected generation {rej.generation} ({rej.told}); it "
+                                         "must rejoin with generation -1, its partitions reported lost",
+                                         (rej.member,), kept))
+                del self._rejections[conn]
+            elif n.generation.generation_id > rej.generation:
+                del self._rejections[conn]
         return out
 
     def _assignor_round(self, before: SystemState, action: sy.DeliverResponse) -> list[Violation]:

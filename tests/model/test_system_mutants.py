@@ -1,9 +1,9 @@
 """Every mutant of model/mutants.py against the protocol invariants, through the whole system.
 
 For each mutant a bounded search -- a small family of scenarios, or seeded walks -- must find a
-violation the correct model does not have. Two mutants cannot be caught this way in a model
-faithful to Kafka 4.1; their tests are strict xfails that say why, so that the day one is caught
-the test turns red and the note gets updated.
+violation the correct model does not have. One mutant cannot be caught this way in a model
+faithful to Kafka 4.1; its test is a strict xfail that says why, so that the day it is caught the
+test turns red and the note gets updated.
 """
 
 from __future__ import annotations
@@ -124,19 +124,27 @@ def test_stale_owned_after_sync_rebalance_changes_what_the_member_does() -> None
     assert mutant.named(ev.PARTITIONS_REVOKED, "a", since=43000)  # it gives them up by revoking instead
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "not catchable in a model faithful to Kafka 4.1: the member's claims stay accurate (it really "
-    "still owns what it claims), and since KAFKA-14639 the assignor resolves claims by generation, "
-    "so no partition reaches a second owner; the mutant only turns a 'lost' into a later 'revoked'"))
-def test_stale_owned_after_sync_rebalance_is_caught() -> None:
-    found, _ = search(late_static_sync(), "stale-owned-after-sync-rebalance")
-    if found is None:
-        for seed in range(6):
-            monitor, _ = walk(seed, ("cooperative-sticky",), frozenset({"stale-owned-after-sync-rebalance"}))
-            if [v for v in monitor.failed() if v.known_kafka_gap is None]:
-                found = monitor.failed()[0]
-                break
-    assert found is not None
+def test_stale_owned_after_sync_rebalance_is_caught_by_generation_monotonic() -> None:
+    """The member told ILLEGAL_GENERATION on SyncGroup rejoins claiming the rejected generation and
+    the partitions it should have reported lost: ``generation-monotonic`` (a rejected generation
+    is dropped), the same obligation the proofs refute the mutant with."""
+    found, tried = search(late_static_sync(), "stale-owned-after-sync-rebalance")
+    assert found is not None, tried
+    assert found.invariant == "generation-monotonic"
+    assert found.members == ("a",)
+    assert "rejected generation 3" in found.message and "ILLEGAL_GENERATION" in found.message
+
+
+def test_correct_member_rejected_at_sync_loses_and_rejoins_without_generation() -> None:
+    """The correct model on the same family: the rejected member reports what it owned lost and
+    its next JoinGroup carries generation -1, so the rule holds on every scenario of it."""
+    for doc in late_static_sync():
+        out = run_doc(doc)
+        failed = [e for e in out.named(ev.GROUP_SYNCED, "a") if e.get("error") == "ILLEGAL_GENERATION"]
+        assert failed and failed[0]["generation"] == 3
+        lost = out.named(ev.PARTITIONS_LOST, "a", since=failed[0]["timestamp"])
+        assert lost and lost[0]["generation"] == -1
+        assert not any(v.invariant == "generation-monotonic" for v in out.failed())
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -171,6 +171,59 @@ def test_generation_may_drop_to_none_and_restart_resets(tmp_path: Path) -> None:
     assert "generation-monotonic" in report["checked"]
 
 
+def _rejected_at_3(error: str = "ILLEGAL_GENERATION") -> list[dict[str, object]]:
+    """A cooperative member that owns t-0..2 in generation 2, rejoins, and whose SyncGroup for
+    generation 3 is refused with ``error``."""
+    coop = {"protocol": "cooperative", "member_id": "a-1"}
+    return [start(), ev("group_joined", 10, generation=2, **coop), ev("group_synced", 11, generation=2, **coop),
+            ev("partitions_assigned", 12, parts=[0, 1, 2], generation=2, **coop),
+            ev("group_joined", 100, generation=3, **coop),
+            ev("group_synced", 110, generation=3, error=error, **coop)]
+
+
+def test_revoking_after_the_generation_was_rejected_is_a_violation(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative", "member_id": "a-1"}
+    report = run_events(tmp_path, {"a": _rejected_at_3() + [
+        ev("group_joined", 200, generation=5, **coop), ev("group_synced", 201, generation=5, **coop),
+        ev("partitions_revoked", 202, parts=[2], generation=5, **coop)]})
+    [finding] = findings(report, "generation-monotonic")
+    assert finding["severity"] == "violation" and finding["members"] == ["a"]
+    assert partitions_of(finding) == [("t", 2)]
+    assert "rejected its generation 3" in finding["message"] and "ILLEGAL_GENERATION" in finding["message"]
+    assert report["verdict"] == "violation"
+
+
+def test_keeping_partitions_of_a_rejected_generation_into_the_next_is_a_violation(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative", "member_id": "a-1"}
+    report = run_events(tmp_path, {"a": _rejected_at_3("UNKNOWN_MEMBER_ID") + [
+        ev("group_joined", 200, generation=5, **coop), ev("group_synced", 201, generation=5, **coop),
+        ev("partitions_assigned", 202, parts=[3], generation=5, **coop)]})
+    [finding] = findings(report, "generation-monotonic")
+    assert partitions_of(finding) == [("t", 0), ("t", 1), ("t", 2)]
+    assert "generation 3" in finding["message"] and "generation 5" in finding["message"]
+
+
+def test_losing_what_a_rejected_generation_owned_holds(tmp_path: Path) -> None:
+    coop = {"protocol": "cooperative", "member_id": "a-1"}
+    report = run_events(tmp_path, {"a": _rejected_at_3() + [
+        ev("partitions_lost", 150, parts=[0, 1, 2], generation=-1, **coop),
+        ev("group_joined", 200, generation=5, **coop), ev("group_synced", 201, generation=5, **coop),
+        ev("partitions_assigned", 202, parts=[0, 1], generation=5, **coop),
+        ev("group_joined", 300, generation=6, **coop), ev("group_synced", 301, generation=6, **coop),
+        ev("partitions_revoked", 302, parts=[1], generation=6, **coop)]})
+    assert findings(report, "generation-monotonic") == []
+    assert report["opportunities"]["generation-monotonic"] > 0
+
+
+def test_revoking_after_a_sync_that_lost_the_race_holds(tmp_path: Path) -> None:
+    """REBALANCE_IN_PROGRESS keeps the generation (KAFKA-13419): revoking later is right."""
+    coop = {"protocol": "cooperative", "member_id": "a-1"}
+    report = run_events(tmp_path, {"a": _rejected_at_3("REBALANCE_IN_PROGRESS") + [
+        ev("group_joined", 200, generation=4, **coop), ev("group_synced", 201, generation=4, **coop),
+        ev("partitions_revoked", 202, parts=[2], generation=4, **coop)]})
+    assert findings(report, "generation-monotonic") == []
+
+
 # ------------------------------------------------------------------ eager-revoke-all
 
 
