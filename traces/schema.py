@@ -184,3 +184,25 @@ def iter_lines(path: Path) -> Iterator[bytes]:
     """The raw lines of ``path``, one at a time (for readers where a generator's cost does not matter)."""
     with open_lines(path) as fh:
         yield from fh
+
+
+def text_lines(source: Source, stats: InputStats) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a text log (1-based), decoded as UTF-8.
+
+    A line with a NUL byte or that is not UTF-8 is counted as ``BINARY`` against its line number
+    and skipped, never dropped silently. Once the file is exhausted, the number of lines read is
+    added to ``stats.lines``.
+    """
+    n = 0
+    for raw in iter_lines(source.path):
+        n += 1
+        if b"\x00" in raw:
+            stats.skip(source, n, BINARY)
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            stats.skip(source, n, BINARY)
+            continue
+        yield n, line
+    stats.lines += n

@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from traces.readers.logtime import java_tp_list, leading_timestamp
-from traces.schema import BINARY, NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, iter_lines
+from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
 
 FORMAT = "broker-log"
 
@@ -327,22 +327,12 @@ def parse_message(text: str, state: dict[str, Any]) -> list[dict[str, Any]] | No
 
 def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
-    n = 0
     seq = 0
     produced = 0
     last_ts: int | None = None
     state: dict[str, Any] = {}
     keywords = _KEYWORDS
-    for raw in iter_lines(source.path):
-        n += 1
-        if b"\x00" in raw:
-            stats.skip(source, n, BINARY)
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            stats.skip(source, n, BINARY)
-            continue
+    for n, line in text_lines(source, stats):
         if not any(k in line for k in keywords):
             stats.ignored += 1
             ts_found = leading_timestamp(line, source.naive_offset_ms)
@@ -371,7 +361,6 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
             seq += 1
             produced += 1
             yield last_ts, src, seq, n, event
-    stats.lines += n
     stats.events_per_source[src] += produced
 
 

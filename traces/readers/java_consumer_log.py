@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from traces.readers.logtime import java_tp_list, leading_timestamp
-from traces.schema import BINARY, NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, iter_lines
+from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
 
 FORMAT = "java-consumer-log"
 
@@ -82,7 +82,6 @@ def _tps(text: str) -> list[dict[str, Any]]:
 
 def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
-    n = 0
     seq = 0
     produced = 0
     last_ts: int | None = None
@@ -119,16 +118,7 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
         produced += 1
         yield ts, src, seq, line_no, event
 
-    for raw in iter_lines(source.path):
-        n += 1
-        if b"\x00" in raw:
-            stats.skip(source, n, BINARY)
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            stats.skip(source, n, BINARY)
-            continue
+    for n, line in text_lines(source, stats):
         if block is not None:
             field_match = _BLOCK_FIELD.match(line)
             if field_match and line[:1] in ("\t", " "):
@@ -208,7 +198,6 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
         produced += 1
         yield last_ts, src, seq, n, event
     yield from flush_block()
-    stats.lines += n
     stats.events_per_source[src] += produced
 
 

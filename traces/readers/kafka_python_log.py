@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from traces.readers.logtime import leading_timestamp
-from traces.schema import BINARY, NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, iter_lines
+from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
 
 FORMAT = "kafka-python-log"
 
@@ -60,21 +60,11 @@ def _tps(text: str) -> list[dict[str, Any]]:
 
 def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
-    n = 0
     seq = 0
     produced = 0
     last_ts: int | None = None
     ctx: dict[str, Any] = {"member": source.member, "protocol": "eager"}
-    for raw in iter_lines(source.path):
-        n += 1
-        if b"\x00" in raw:
-            stats.skip(source, n, BINARY)
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            stats.skip(source, n, BINARY)
-            continue
+    for n, line in text_lines(source, stats):
         found = leading_timestamp(line, source.naive_offset_ms)
         if found is not None:
             last_ts = found[0]
@@ -112,7 +102,6 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
         seq += 1
         produced += 1
         yield last_ts, src, seq, n, event
-    stats.lines += n
     stats.events_per_source[src] += produced
 
 

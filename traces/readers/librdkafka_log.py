@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from traces.readers.logtime import leading_timestamp
-from traces.schema import BINARY, NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, iter_lines
+from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
 
 FORMAT = "librdkafka-log"
 
@@ -139,7 +139,6 @@ def split_line(line: str, naive_offset_ms: int | None = None) -> tuple[int | Non
 
 def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
-    n = 0
     seq = 0
     produced = 0
     last_ts: int | None = None
@@ -177,16 +176,7 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                                           "partitions": [{"topic": t, "partition": p} for t, p in new]}
         m.lost = False
 
-    for raw in iter_lines(source.path):
-        n += 1
-        if b"\x00" in raw:
-            stats.skip(source, n, BINARY)
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            stats.skip(source, n, BINARY)
-            continue
+    for n, line in text_lines(source, stats):
         parts = split_line(line, source.naive_offset_ms)
         if parts is None:
             stats.ignored += 1
@@ -275,7 +265,6 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
             yield last_ts, src, seq, n, {"name": "shutdown_complete", "timestamp": last_ts, **context(name, m)}
             continue
         stats.ignored += 1
-    stats.lines += n
     stats.events_per_source[src] += produced
 
 
