@@ -585,7 +585,9 @@ def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata:
         # The heartbeat thread is enabled: Heartbeat.resetTimeouts restarts its timers.
         m = _with(m, state=MemberState.COMPLETING_REBALANCE, generation=generation,
                     heartbeat_due=now + m.config.heartbeat_interval_ms, last_poll=now)
-        events: tuple[Event, ...] = (member_event(m, ev.GROUP_JOINED, now, leader=r.leader),)
+        # The subscription this JoinGroup carried: what the trace checker judges subscribed-only by.
+        events: tuple[Event, ...] = (member_event(m, ev.GROUP_JOINED, now, leader=r.leader,
+                                                  subscription=list(m.joined_subscription or m.subscription)),)
         if r.leader == r.member_id:
             try:
                 m, assignments = _on_leader_elected(m, r, metadata, mutants)

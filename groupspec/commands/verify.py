@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         "proofs", f"groupspec prove --out {out}", lambda: proofs(out), lambda p: p["ok"])
     data["assignors"] = part("assignors", "groupspec assign examples/<file>", lambda: assignors(examples),
                              lambda rows: all(r["ok"] for r in rows))
-    data["scenarios"] = part("model scenarios", "groupspec simulate examples/<file> --seed N | groupspec check -",
+    data["scenarios"] = part("model scenarios", "groupspec simulate examples/<file> --seed N --out t.jsonl && groupspec check t.jsonl",
                              lambda: scenarios(examples), lambda rows: all(r["ok"] for r in rows))
     data["mutants"] = part("mutants", "groupspec simulate examples/<file> --mutant NAME",
                            lambda: mutants(examples, data["proofs"], data["scenarios"]),
