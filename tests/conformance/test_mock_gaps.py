@@ -8,6 +8,7 @@ a librdkafka upgrade closes a gap, its test fails and docs/embedded-coordinator.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -138,7 +139,14 @@ def test_offset_commit_is_refused_while_members_rejoin(cluster: MockCluster) -> 
                                                  [(r1.member_id, b"")])).error_code == NONE
         with RawConnection(cluster.bootstrap_servers) as second:
             second.send(join_v4())  # parked: the group is now Joining
-            beat = first.request(HeartbeatRequest[1](GROUP, r1.generation_id, r1.member_id))
+            # The two connections are not ordered with each other: heartbeat until the mock has seen
+            # the JoinGroup (bounded), so that the commit below meets the Joining state.
+            deadline = time.monotonic() + 5.0
+            while True:
+                beat = first.request(HeartbeatRequest[1](GROUP, r1.generation_id, r1.member_id))
+                if beat.error_code != NONE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
             assert beat.error_code == REBALANCE_IN_PROGRESS
             commit = first.request(OffsetCommitRequest[2](
                 GROUP, r1.generation_id, r1.member_id, -1, [("orders", [(0, 5, "")])]))
