@@ -38,10 +38,8 @@ from aiokafka.structs import OffsetAndMetadata
 from aiokafka.structs import TopicPartition as ATP
 
 from conformance.drivers.common import (
-    OFFSETS_COMMITTED,
     PARTITIONS_ASSIGNED,
     PARTITIONS_REVOKED,
-    RECORDS_CONSUMED,
     SHUTDOWN_COMPLETE,
     STARTUP_COMPLETE,
     DriverArgs,
@@ -49,9 +47,10 @@ from conformance.drivers.common import (
     StopFlag,
     parse_args,
     startup_fields,
-    summarize,
+    tps,
+    write_committed,
+    write_consumed,
 )
-from model.types import TopicPartition as TP
 
 CLIENT = f"aiokafka {aiokafka.__version__}"
 ASSIGNORS = {
@@ -85,10 +84,10 @@ class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self.driver = driver
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        self.driver.out.write(PARTITIONS_REVOKED, partitions=_tps(revoked), **self.driver.identity())
+        self.driver.out.write(PARTITIONS_REVOKED, partitions=tps(revoked), **self.driver.identity())
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        self.driver.out.write(PARTITIONS_ASSIGNED, partitions=_tps(assigned), **self.driver.identity())
+        self.driver.out.write(PARTITIONS_ASSIGNED, partitions=tps(assigned), **self.driver.identity())
 
 
 class Driver:
@@ -146,21 +145,15 @@ class Driver:
 
     async def consumed(self, records: list[tuple[str, int, int]]) -> None:
         assert self.consumer is not None
-        summaries = summarize(records)
         ident = self.identity()
-        self.out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+        summaries = write_consumed(self.out, records, ident)
         offsets = {ATP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "") for s in summaries}
-        committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
         try:
             await self.consumer.commit(offsets)
         except KafkaError as exc:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=repr(exc), **ident)
+            write_committed(self.out, summaries, ident, error=repr(exc))
         else:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
-
-
-def _tps(partitions: Any) -> list[TP]:
-    return [TP(p.topic, p.partition) for p in partitions]
+            write_committed(self.out, summaries, ident)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -177,6 +177,29 @@ def summarize(records: Iterable[tuple[str, int, int]]) -> list[PartitionSummary]
     return [by_tp[tp] for tp in sorted(by_tp)]
 
 
+def tps(partitions: Iterable[Any]) -> list[TopicPartition]:
+    """Any client's topic-partition objects (``.topic``, ``.partition``) as the model's."""
+    return [TopicPartition(p.topic, p.partition) for p in partitions]
+
+
+def write_consumed(out: EventWriter, records: list[tuple[str, int, int]],
+                   ident: dict[str, Any]) -> list[PartitionSummary]:
+    """Write ``records_consumed`` for one poll and return its per-partition summaries."""
+    summaries = summarize(records)
+    out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+    return summaries
+
+
+def write_committed(out: EventWriter, summaries: list[PartitionSummary], ident: dict[str, Any],
+                    error: str | None = None) -> None:
+    """Write ``offsets_committed`` for a commit of each summary's next offset; ``error`` if it failed."""
+    committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
+    if error is None:
+        out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
+    else:
+        out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=error, **ident)
+
+
 def startup_fields(args: DriverArgs) -> dict[str, Any]:
     """Fields of ``startup_complete``: the topics subscribed to (``subscription``, which the trace
     checker reads for ``subscribed-only``) and the pid, to match a trace to its process and log."""

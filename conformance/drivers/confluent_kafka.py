@@ -32,11 +32,9 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from conformance.drivers.common import (
-    OFFSETS_COMMITTED,
     PARTITIONS_ASSIGNED,
     PARTITIONS_LOST,
     PARTITIONS_REVOKED,
-    RECORDS_CONSUMED,
     SHUTDOWN_COMPLETE,
     STARTUP_COMPLETE,
     DriverArgs,
@@ -44,9 +42,10 @@ from conformance.drivers.common import (
     StopFlag,
     parse_args,
     startup_fields,
-    summarize,
+    tps,
+    write_committed,
+    write_consumed,
 )
-from model.types import TopicPartition as TP
 
 _version = confluent_kafka.version()  # a str in 2.12 (the docs say a (str, int) tuple)
 CLIENT = (f"confluent-kafka {_version[0] if isinstance(_version, tuple) else _version} "
@@ -107,13 +106,13 @@ class Driver:
     # -- rebalance callbacks ------------------------------------------------------------------
 
     def on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.out.write(PARTITIONS_ASSIGNED, partitions=_tps(partitions), **self.identity())
+        self.out.write(PARTITIONS_ASSIGNED, partitions=tps(partitions), **self.identity())
 
     def on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.out.write(PARTITIONS_REVOKED, partitions=_tps(partitions), **self.identity())
+        self.out.write(PARTITIONS_REVOKED, partitions=tps(partitions), **self.identity())
 
     def on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.out.write(PARTITIONS_LOST, partitions=_tps(partitions), **self.identity())
+        self.out.write(PARTITIONS_LOST, partitions=tps(partitions), **self.identity())
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -149,25 +148,16 @@ class Driver:
         return not failed
 
     def consumed(self, records: list[tuple[str, int, int]]) -> None:
-        summaries = summarize(records)
         ident = self.identity()
-        self.out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+        summaries = write_consumed(self.out, records, ident)
         offsets = [TopicPartition(s.topic, s.partition, s.max_offset + 1) for s in summaries]
-        committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
         try:
             result = self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=str(exc.args[0]), **ident)
+            write_committed(self.out, summaries, ident, error=str(exc.args[0]))
             return
         errors = [f"{p.topic}-{p.partition}: {p.error}" for p in (result or []) if p.error is not None]
-        if errors:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error="; ".join(errors), **ident)
-        else:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
-
-
-def _tps(partitions: list[TopicPartition]) -> list[TP]:
-    return [TP(p.topic, p.partition) for p in partitions]
+        write_committed(self.out, summaries, ident, error="; ".join(errors) if errors else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -46,10 +46,8 @@ from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KTP
 
 from conformance.drivers.common import (
-    OFFSETS_COMMITTED,
     PARTITIONS_ASSIGNED,
     PARTITIONS_REVOKED,
-    RECORDS_CONSUMED,
     SHUTDOWN_COMPLETE,
     STARTUP_COMPLETE,
     DriverArgs,
@@ -57,9 +55,10 @@ from conformance.drivers.common import (
     StopFlag,
     parse_args,
     startup_fields,
-    summarize,
+    tps,
+    write_committed,
+    write_consumed,
 )
-from model.types import TopicPartition as TP
 
 CLIENT = f"kafka-python {kafka.__version__}"
 ASSIGNORS = {
@@ -135,10 +134,10 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
         return {"member_id": member_id, "generation": gen if gen is not None and gen >= 0 else None}
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        self.out.write(PARTITIONS_REVOKED, partitions=_tps(revoked), **self.identity())
+        self.out.write(PARTITIONS_REVOKED, partitions=tps(revoked), **self.identity())
 
     def on_partitions_assigned(self, assigned: Any) -> None:
-        self.out.write(PARTITIONS_ASSIGNED, partitions=_tps(assigned), **self.identity())
+        self.out.write(PARTITIONS_ASSIGNED, partitions=tps(assigned), **self.identity())
 
     def run(self, stop: StopFlag) -> bool:
         self.consumer.subscribe(topics=list(self.args.topics), listener=self)
@@ -163,21 +162,15 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
         return not failed
 
     def consumed(self, records: list[tuple[str, int, int]]) -> None:
-        summaries = summarize(records)
         ident = self.identity()
-        self.out.write(RECORDS_CONSUMED, count=len(records), partitions=[s.to_json() for s in summaries], **ident)
+        summaries = write_consumed(self.out, records, ident)
         offsets = {KTP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "", -1) for s in summaries}
-        committed = [{"topic": s.topic, "partition": s.partition, "offset": s.max_offset + 1} for s in summaries]
         try:
             self.consumer.commit(offsets=offsets)
         except KafkaError as exc:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=False, error=repr(exc), **ident)
+            write_committed(self.out, summaries, ident, error=repr(exc))
         else:
-            self.out.write(OFFSETS_COMMITTED, offsets=committed, success=True, **ident)
-
-
-def _tps(partitions: Any) -> list[TP]:
-    return [TP(p.topic, p.partition) for p in partitions]
+            write_committed(self.out, summaries, ident)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
