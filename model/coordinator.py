@@ -43,7 +43,18 @@ The interface (the protocol model contract)
   ``now`` before delivering a request at ``now``.
 - Read-only helpers: :func:`state`, :func:`generation`, :func:`members`, :func:`member_ids`,
   :func:`leader`, :func:`protocol_name`, :func:`assignment_of`, :func:`committed`,
-  :func:`pending_member_ids`, :func:`static_members`.
+  :func:`pending_member_ids`, :func:`static_members`, :func:`stored`.
+- OffsetFetch (``receive``): the committed offset of each partition asked for, ``NO_OFFSET`` where
+  none (``model.coordinator_requests.handle_offset_fetch``).
+- :func:`error_response` ``(request, error)``: the answer carrying only ``error``, which a broker that
+  is not (or no longer) the coordinator sends (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE).
+- The persisted group (``model.coordinator_store``): ``Group.stored`` is the group's last metadata
+  record in ``__consumer_offsets``, written only where Kafka writes it. :func:`unload` (the old
+  coordinator gives the group up) and :func:`load` / :func:`load_with_events` (a new coordinator
+  rebuilds it from ``stored`` and the offsets) model a coordinator move (``model.coordinator_load``).
+- The coordinator's home (``model.coordinator_home``): :func:`coordinator_partition` ``(group_id,
+  num_partitions)`` = ``Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions``, with
+  :func:`java_string_hash`.
 
 Trace events (``model.events``), each with ``group`` (never ``member``: the coordinator is not a
 member): ``coordinator_rebalance`` (reason, ``generation`` = the old one), ``coordinator_state``
@@ -56,11 +67,11 @@ Mutants honoured here (``model.mutants``): ``commit-old-generation`` (OffsetComm
 generation check) and ``static-rejoin-rebalances`` (a known static member rejoining a Stable group
 always rebalances).
 
-What the model leaves out: group deletion, coordinator unload / migration and offset expiry (the only
-ways into Dead; Dead is modelled as a state that answers COORDINATOR_NOT_AVAILABLE, but nothing in the
-protocol reaches it); failures to write the group's log (every append succeeds); JoinGroup versions
-before v9; protocol types other than "consumer"; transactional commits; OffsetFetch; the KIP-848
-``consumer`` protocol and conversions between the two.
+What the model leaves out: group deletion and offset expiry (with unload, the only ways into Dead;
+Dead answers COORDINATOR_NOT_AVAILABLE -- OffsetFetch: NO_OFFSET everywhere -- but no request reaches
+it, and only :func:`unload` puts a group there); failures to write the group's log (every append
+succeeds); JoinGroup versions before v9; protocol types other than "consumer"; transactional commits
+and ``requireStable``; the KIP-848 ``consumer`` protocol and conversions between the two.
 
 Sources: Apache Kafka 4.1.1, group-coordinator/src/main/java/org/apache/kafka/coordinator/group/
 GroupMetadataManager.java, OffsetMetadataManager.java, GroupCoordinatorService.java,
@@ -72,12 +83,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from model.coordinator_home import coordinator_partition, java_string_hash
 from model.coordinator_join import handle_join_group
-from model.coordinator_ops import Effects
+from model.coordinator_load import load, load_with_events, loaded_group, unload
+from model.coordinator_ops import Effects, error_response
 from model.coordinator_requests import (
     handle_heartbeat,
     handle_leave_group,
     handle_offset_commit,
+    handle_offset_fetch,
     handle_sync_group,
 )
 from model.coordinator_state import (
@@ -97,6 +111,8 @@ from model.coordinator_state import (
     ModelPreconditionError,
     PendingMember,
     Reply,
+    StoredGroup,
+    StoredMember,
     SyncTimer,
     assignment_of,
     committed,
@@ -116,6 +132,7 @@ from model.messages import (
     JoinGroupRequest,
     LeaveGroupRequest,
     OffsetCommitRequest,
+    OffsetFetchRequest,
     Request,
     SyncGroupRequest,
 )
@@ -124,9 +141,11 @@ from model.mutants import validate
 __all__ = [
     "ALLOWED_PREDECESSORS", "COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "PROTOCOL_TYPE",
     "STABLE", "CoordinatorConfig", "Group", "GroupState", "InvalidTransition", "JoinTimer", "Member",
-    "ModelPreconditionError", "PendingMember", "Reply", "SyncTimer", "assignment_of", "committed", "expire",
-    "generation", "initial_group", "leader", "member", "member_ids", "members", "next_deadline",
-    "pending_member_ids", "protocol_name", "receive", "state", "static_members",
+    "ModelPreconditionError", "PendingMember", "Reply", "StoredGroup", "StoredMember", "SyncTimer", "assignment_of",
+    "committed", "coordinator_partition", "error_response", "expire", "generation", "initial_group",
+    "java_string_hash", "leader", "load", "load_with_events", "loaded_group", "member", "member_ids", "members",
+    "next_deadline", "pending_member_ids", "protocol_name", "receive", "state", "static_members", "stored",
+    "unload",
 ]
 
 Result = tuple[Group, tuple[Reply, ...], tuple[dict[str, Any], ...]]
@@ -135,6 +154,11 @@ Result = tuple[Group, tuple[Reply, ...], tuple[dict[str, Any], ...]]
 def initial_group(config: CoordinatorConfig) -> Group:
     """A group the coordinator has just created: Empty, generation 0, no members, no offsets."""
     return Group(group_id=config.group_id)
+
+
+def stored(group: Group) -> StoredGroup | None:
+    """What the group's last metadata record in ``__consumer_offsets`` says (None: never written)."""
+    return group.stored
 
 
 def receive(group: Group, conn: str, request: Request, now: int, config: CoordinatorConfig,
@@ -156,6 +180,8 @@ def receive(group: Group, conn: str, request: Request, now: int, config: Coordin
         group = handle_leave_group(group, conn, request, fx)
     elif isinstance(request, OffsetCommitRequest):
         group = handle_offset_commit(group, conn, request, fx)
+    elif isinstance(request, OffsetFetchRequest):
+        group = handle_offset_fetch(group, conn, request, fx)
     else:
         raise TypeError(f"not a group request: {type(request).__name__}")
     return group, tuple(fx.replies), tuple(fx.events)

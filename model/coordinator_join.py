@@ -59,6 +59,7 @@ from model.coordinator_state import (
     static_member_id,
     supports_protocols,
 )
+from model.coordinator_store import store, store_if_created
 from model.coordinator_validation import accept_joining_member, validate_member, validate_session_timeout
 from model.messages import UNKNOWN_MEMBER_ID, Errors, JoinGroupRequest, JoinGroupResponse
 from model.system_evolve import replace
@@ -85,7 +86,8 @@ def handle_join_group(group: Group, conn: str, request: JoinGroupRequest, fx: Ef
         fx.reply(conn, JoinGroupResponse(Errors.GROUP_MAX_SIZE_REACHED, member_id=UNKNOWN_MEMBER_ID))
         return group
     if request.member_id == UNKNOWN_MEMBER_ID:
-        return join_new_member(group, conn, request, fx)
+        # Only a JoinGroup without a member id creates a group; a new group's empty record is written.
+        return store_if_created(group, join_new_member(group, conn, request, fx))
     return join_existing_member(group, conn, request, fx)
 
 
@@ -152,7 +154,8 @@ def update_static_member_then_rebalance_or_complete_join(
     Its entry (assignment included) moves to the new id; requests of the old id are fenced. Then, by
     state: **Stable** -- if the protocol the group would now select is the one it uses, no rebalance:
     the member is answered at once with the current generation (a leader, JoinGroup v9+, also gets the
-    member list and ``skip_assignment``, KIP-814, so it keeps watching metadata without reassigning);
+    member list and ``skip_assignment``, KIP-814, so it keeps watching metadata without reassigning),
+    and the group's record is rewritten with the new id (``model.coordinator_store``, write point 4);
     otherwise a rebalance. **CompletingRebalance** -- always a rebalance (KAFKA-9801: the leader's
     assignment, keyed by the old id, would leave the new id empty-handed). **PreparingRebalance** --
     only the id changes, and the join phase may now be complete.
@@ -176,7 +179,8 @@ def update_static_member_then_rebalance_or_complete_join(
                 members=current_classic_group_members(group) if leads else (),
                 skip_assignment=leads,
             )
-            return complete_join_future(group, new_member_id, response, fx)
+            # The replaced id (and the new timeouts and subscription) are persisted at once.
+            return complete_join_future(store(group), new_member_id, response, fx)
         return maybe_prepare_rebalance_or_complete_join(
             group, f"Group's selectedProtocol will change because static member {new_member_id} with "
                    f"instance id {instance_id} joined with change of protocol; "

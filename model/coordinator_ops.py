@@ -36,8 +36,19 @@ from model.coordinator_state import (
 from model.messages import (
     UNKNOWN_MEMBER_ID,
     Errors,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Request,
     Response,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
 from model.system_evolve import replace
@@ -264,3 +275,29 @@ def set_assignments(group: Group, assignment: Mapping[str, tuple[TopicPartition,
 UNKNOWN_MEMBER_JOIN_RESPONSE = JoinGroupResponse(Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
 """What a removed member's parked JoinGroup is answered with (``removeMemberAndUpdateClassicGroup``,
 ``removeCurrentMemberFromClassicGroup``), so that a live consumer rejoins from scratch."""
+
+
+def error_response(request: Request, error: Errors) -> Response:
+    """The answer to a group request that carries nothing but ``error``.
+
+    The coordinator's own refusals build it (a Dead group's COORDINATOR_NOT_AVAILABLE, an identity or
+    generation check failing), and so does a broker that is not, or no longer, the group's coordinator:
+    Kafka's ``GroupCoordinatorService`` answers NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
+    COORDINATOR_LOAD_IN_PROGRESS through ``handleOperationException`` with an otherwise empty response
+    (JoinGroup: no member id, no generation), ``OffsetCommitResponse.getErrorResponse`` (the error on
+    every partition of the request) and ``OffsetFetchResponse.groupError`` (v8+: a group-level error,
+    no partitions). FindCoordinator is not a group request (any broker answers it).
+    """
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(error)
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(error)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(error)
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(error)
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(error, tuple((tp, error) for tp, _ in request.offsets))
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(error)
+    raise TypeError(f"not a group request: {type(request).__name__}")

@@ -51,6 +51,7 @@ from model.coordinator_state import (
     rebalance_timeout_ms,
     select_protocol,
 )
+from model.coordinator_store import store
 from model.messages import Errors, JoinGroupResponse, SyncGroupResponse
 from model.system_evolve import replace
 from model.types import TopicPartition
@@ -173,6 +174,8 @@ def init_next_generation(group: Group, fx: Effects) -> Group:
     else:
         group = replace(group, protocol_name=None)
         group = transition_to(group, EMPTY, fx)
+        # completeClassicGroupJoin persists the empty generation (``model.coordinator_store``, point 2).
+        group = store(group)
     return replace(group, pending_sync=frozenset())
 
 
@@ -236,6 +239,7 @@ def complete_sync_phase(group: Group, generation: int, assignment: Mapping[str, 
     append callback; the model's log append always succeeds)."""
     if group.state is COMPLETING_REBALANCE and generation == group.generation:
         group = set_and_propagate_assignment(group, assignment, fx)
+        group = store(group)  # the record carrying the assignment (``model.coordinator_store``, point 3)
         group = transition_to(group, STABLE, fx)
     return group
 

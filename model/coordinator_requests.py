@@ -14,6 +14,8 @@ OffsetMetadataManager, Kafka 4.x).
   left, Stable / CompletingRebalance rebalance and PreparingRebalance may complete its join phase.
 - **OffsetCommit** (``OffsetMetadataManager.commitOffset``): ``validate_offset_commit``, then the
   offsets are stored; in Stable and PreparingRebalance the commit also resets the session timer.
+- **OffsetFetch** (``OffsetMetadataManager.fetchOffsets``): the committed offset of each partition
+  asked for, NO_OFFSET where there is none. A read: no effect on the group, no event.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from model.coordinator_ops import (
     UNKNOWN_MEMBER_JOIN_RESPONSE,
     Effects,
     complete_join_future,
+    error_response,
     remove,
     reschedule_heartbeat,
     update,
@@ -53,6 +56,7 @@ from model.coordinator_validation import (
     validate_sync_group,
 )
 from model.messages import (
+    NO_OFFSET,
     UNKNOWN_MEMBER_ID,
     Errors,
     HeartbeatRequest,
@@ -61,6 +65,8 @@ from model.messages import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -71,7 +77,7 @@ def handle_sync_group(group: Group, conn: str, request: SyncGroupRequest, fx: Ef
     """``classicGroupSync`` / ``classicGroupSyncToClassicGroup``."""
     error = validate_sync_group(group, request)
     if error is not None:
-        fx.reply(conn, SyncGroupResponse(error))
+        fx.reply(conn, error_response(request, error))
         return group
     member_id = request.member_id
     if group.state is PREPARING_REBALANCE:
@@ -99,7 +105,7 @@ def handle_heartbeat(group: Group, conn: str, request: HeartbeatRequest, fx: Eff
     """``classicGroupHeartbeatToClassicGroup``."""
     error = validate_heartbeat(group, request.member_id, request.instance_id, request.generation)
     if error is not None:
-        fx.reply(conn, HeartbeatResponse(error))
+        fx.reply(conn, error_response(request, error))
         return group
     if group.state is EMPTY:
         fx.reply(conn, HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID))
@@ -117,7 +123,7 @@ def handle_leave_group(group: Group, conn: str, request: LeaveGroupRequest, fx: 
     """``classicGroupLeaveToClassicGroup``. ``member_errors`` lists one entry per requested member,
     in request order, keyed by the member id as sent ("" for an administrative removal)."""
     if group.state is DEAD:
-        fx.reply(conn, LeaveGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE))
+        fx.reply(conn, error_response(request, Errors.COORDINATOR_NOT_AVAILABLE))
         return group
     results: list[tuple[str, Errors]] = []
     left: list[str] = []
@@ -160,7 +166,7 @@ def handle_offset_commit(group: Group, conn: str, request: OffsetCommitRequest, 
     error (or NONE); on success the offsets are stored, the last offset for a partition winning."""
     error = validate_offset_commit(group, request, fx.mutants)
     if error is not None:
-        fx.reply(conn, OffsetCommitResponse(error, tuple((tp, error) for tp, _ in request.offsets)))
+        fx.reply(conn, error_response(request, error))
         return group
     if offset_commit_keeps_session(group) and member(group, request.member_id) is not None:
         group = reschedule_heartbeat(group, request.member_id, fx)
@@ -170,4 +176,25 @@ def handle_offset_commit(group: Group, conn: str, request: OffsetCommitRequest, 
     stored = tuple(offsets.items())
     group = replace(group, offsets=tuple(sorted(stored)) if adds_partitions else stored)
     fx.reply(conn, OffsetCommitResponse(Errors.NONE, tuple((tp, Errors.NONE) for tp, _ in request.offsets)))
+    return group
+
+
+def handle_offset_fetch(group: Group, conn: str, request: OffsetFetchRequest, fx: Effects) -> Group:
+    """``OffsetMetadataManager.fetchOffsets`` (Kafka 4.1.1) for a classic consumer.
+
+    OffsetFetch v8, the classic consumer's, carries no member id and no generation (v9 adds a member
+    id and epoch for KIP-848 groups only), so nothing about the asker is checked: any client may read
+    a group's offsets, in any state. Each requested partition is answered, in request order, with its
+    committed offset or ``NO_OFFSET`` (``INVALID_OFFSET``, -1) if the group has committed none.
+
+    A Dead group fails ``ClassicGroup.validateOffsetFetch`` with GroupIdNotFoundException, which
+    ``fetchOffsets`` turns into ``failAllPartitions``: every partition ``NO_OFFSET``, with *no* error
+    (not COORDINATOR_NOT_AVAILABLE, which the other requests get). A broker that is not the group's
+    coordinator answers the request-level error of :func:`~model.coordinator_ops.error_response`.
+    ``requireStable`` (the Java consumer sets it) only waits for pending transactional offsets, which
+    the model does not have.
+    """
+    stored = {} if group.state is DEAD else dict(group.offsets)
+    offsets = tuple((tp, stored.get(tp, NO_OFFSET)) for tp in request.partitions)
+    fx.reply(conn, OffsetFetchResponse(Errors.NONE, offsets))
     return group

@@ -149,6 +149,7 @@ class CoordinatorConfig:
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     max_group_size: int = 2**31 - 1  # group.max.size
     new_member_join_timeout_ms: int = 300000  # CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS (KAFKA-7610)
+    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions (model.coordinator_home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +224,47 @@ class SyncTimer:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredMember:
+    """One member as a group metadata record of ``__consumer_offsets`` stores it
+    (``GroupMetadataValue.MemberMetadata``, written by ``GroupCoordinatorRecordHelpers.newGroupMetadataRecord``).
+
+    Only the metadata for the group's selected protocol is stored (``subscription``), not the member's
+    whole protocol list: a member loaded from the record supports that one protocol only.
+    """
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: ConsumerProtocolSubscription
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGroup:
+    """What the last group metadata record (``GroupMetadataValue``) of a classic group says.
+
+    Kafka writes it at a few points only (see ``model.coordinator_store``); between two writes the
+    coordinator's in-memory group and its record diverge (a member that left or expired is still in
+    the record). ``protocol_name`` and ``leader`` are None in a record of an empty group.
+    """
+
+    generation: int
+    protocol_name: str | None
+    leader: str | None
+    members: tuple[StoredMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Group:
     """``ClassicGroup``: the whole coordinator-side state of one classic group.
 
     ``members`` is sorted by member id; ``pending_members`` too. ``offsets`` holds committed offsets
     sorted by partition. ``member_id_seq`` counts generated member ids (see
-    ``model.coordinator_ops.generate_member_id``). The static-member map of Kafka
+    ``model.coordinator_ops.generate_member_id``). ``stored`` is what the group's last metadata
+    record in ``__consumer_offsets`` says (``model.coordinator_store``): what a new coordinator would
+    load. The static-member map of Kafka
     (``staticMembers``) is not stored: it is always {instance id: member id} of the static members,
     and :func:`static_member_id` reads it off ``members``.
     """
@@ -247,6 +283,7 @@ class Group:
     sync_timer: SyncTimer | None = None
     offsets: tuple[tuple[TopicPartition, int], ...] = ()
     member_id_seq: int = 0
+    stored: StoredGroup | None = None  # the last group metadata record written, if any
 
 
 # --- questions ClassicGroup / ClassicGroupMember answer -----------------------------------------

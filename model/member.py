@@ -63,15 +63,30 @@ a Stable group is told to skip the assignment (KIP-814) and keeps watching the m
 
 **Offset commits**: ``enable.auto.commit`` (the default) commits what is owned before every
 rebalance (``onJoinPrepare`` -> ``maybeAutoCommitOffsetsAsync``) and on ``close()``; an answer
-UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION resets the member like a heartbeat error would. The model
-consumes no records, so a committed position is the commit's time; the periodic auto-commit
-between rebalances and manual commits are left out.
+UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION resets the member like a heartbeat error would.
 
-**Not modelled:** records and their consumption, coordinator discovery and
-fail-over, request timeouts and retry back-off (a retriable failure rejoins at the next poll),
-client-side session expiry (responses are never late), pattern subscriptions, racks.
+**Records** (``MemberConfig.delivery``; ``model.consumption`` says what happens to them). With a
+delivery configuration the member also reads records: after the group work of a ``poll()`` it
+auto-commits when ``auto.commit.interval.ms`` has passed, asks the coordinator for the committed
+offsets of partitions it was just assigned (OffsetFetch), fetches up to ``max.poll.records``
+records, and commits as the application's policy says; every commit answer is an
+``offsets_committed`` event and every processed poll a ``records_consumed`` event, in the format of
+Kafka's VerifiableConsumer. Without one (``delivery=None``: the group-only model the proofs use) the
+member reads nothing and a committed position is a stand-in, the commit's time.
 
-Mutant honoured here: ``stale-owned-after-sync-rebalance`` (see :func:`_sync_failed`).
+**Coordinator discovery** (``AbstractCoordinator.ensureCoordinatorReady`` / ``lookupCoordinator``,
+``markCoordinatorUnknown``): a member knows which broker coordinates its group
+(``coordinator_node``). An answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE to any request makes
+it unknown; until a FindCoordinator answer names the broker again (retried every
+``retry.backoff.ms``), ``poll()`` sends no group request and neither does the heartbeat thread;
+records of partitions that have a position are still fetched (fetches go to partition leaders).
+A member starts knowing its coordinator: its first lookup has no effect the model could show.
+
+**Not modelled:** request timeouts (a retriable failure rejoins at the next poll), client-side
+session expiry (responses are never late), pattern subscriptions, racks.
+
+Mutants honoured here: ``stale-owned-after-sync-rebalance`` (see :func:`_sync_failed`);
+``position-ignores-committed`` (``model.consumption.on_offsets_fetched``).
 """
 
 from __future__ import annotations
@@ -81,10 +96,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from model import consumption as cs
 from model import events as ev
 from model.assignors import ASSIGNORS
 from model.assignors import assign as run_assignor
 from model.assignors.sticky_claims import StickyAssignorFailure
+from model.consumption import Consumption, DeliveryConfig, Log
 from model.messages import (
     NO_GENERATION as NO_GENERATION_ID,
 )
@@ -92,6 +109,8 @@ from model.messages import (
     UNKNOWN_MEMBER_ID,
     ConsumerProtocolSubscription,
     Errors,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -100,6 +119,8 @@ from model.messages import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
     Request,
     Response,
     SyncGroupRequest,
@@ -119,6 +140,7 @@ DEFAULT_SESSION_TIMEOUT_MS = 45000
 DEFAULT_HEARTBEAT_INTERVAL_MS = 3000
 DEFAULT_MAX_POLL_INTERVAL_MS = 300000
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")  # partition.assignment.strategy default
+DEFAULT_RETRY_BACKOFF_MS = 100  # retry.backoff.ms
 STICKY = "sticky"  # the one assignor that keeps its own memory in userData (StickyAssignor)
 
 
@@ -191,6 +213,8 @@ class MemberConfig:
     max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
     group_id: str = "group"
     auto_commit: bool = True  # enable.auto.commit (Kafka's default)
+    delivery: DeliveryConfig | None = None  # records and commits (model.consumption); None: group only
+    retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
     protocol: RebalanceProtocol = RebalanceProtocol.EAGER  # derived: use :func:`member_config`
 
     @property
@@ -201,6 +225,16 @@ class MemberConfig:
 def member_config(name: str, assignors: tuple[str, ...] = DEFAULT_ASSIGNORS, **settings: Any) -> MemberConfig:
     """A :class:`MemberConfig` with its rebalance protocol derived from ``assignors``."""
     return MemberConfig(name=name, assignors=assignors, protocol=rebalance_protocol(assignors), **settings)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """An OffsetCommit in flight: the generation it was sent with (``sentGeneration``), what it
+    commits, and whether enable.auto.commit sent it."""
+
+    generation: Generation
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    auto: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,12 +263,16 @@ class Member:
     sticky_memory: tuple[tuple[TopicPartition, ...], int] | None = None  # StickyAssignor userData
     heartbeat_due: int = 0  # the heartbeat timer (meaningful while the heartbeat thread runs)
     heartbeats_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered Heartbeat
-    commits_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered OffsetCommit
+    commits_in_flight: tuple[PendingCommit, ...] = ()  # each unanswered OffsetCommit, oldest first
     commit_fenced: bool = False  # an async commit was answered FENCED_INSTANCE_ID (asyncCommitFenced)
     heartbeat_failure: Errors | None = None  # the heartbeat thread died (FENCED_INSTANCE_ID)
     last_poll: int = 0  # the poll timer's start (Heartbeat.poll / resetTimeouts)
     stalled_until: int | None = None  # the application thread is busy until then
     fatal: str | None = None  # what poll() threw that killed the consumer (an error code or exception name)
+    consumption: Consumption | None = None  # records (config.delivery set)
+    coordinator_node: int | None = 0  # the broker the member sends group requests to; None: unknown
+    finding_coordinator: bool = False  # a FindCoordinator is in flight
+    lookup_after: int = 0  # retry.backoff.ms after a failed lookup
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -259,10 +297,19 @@ def _with(m: Member, **changes: Any) -> Member:
     return _evolve_member(m, changes)
 
 
-def start(config: MemberConfig, conn: str, topics: tuple[str, ...], now: int) -> tuple[Member, tuple[Event, ...]]:
-    """A new incarnation: ``subscribe(topics)``; it joins at its first :func:`poll`."""
-    member = Member(config=config, conn=conn, subscription=tuple(sorted(set(topics))), last_poll=now)
-    return member, (member_event(member, ev.STARTUP_COMPLETE, now),)
+def start(config: MemberConfig, conn: str, topics: tuple[str, ...], now: int,
+          coordinator_node: int | None = 0) -> tuple[Member, tuple[Event, ...]]:
+    """A new incarnation: ``subscribe(topics)``; it joins at its first :func:`poll`. With records,
+    its ``startup_complete`` says how it commits and resets (the trace checker reads that)."""
+    d = config.delivery
+    member = Member(config=config, conn=conn, subscription=tuple(sorted(set(topics))), last_poll=now,
+                    consumption=None if d is None else cs.start(d, now), coordinator_node=coordinator_node,
+                    lookup_after=now)
+    if d is None:
+        return member, (member_event(member, ev.STARTUP_COMPLETE, now),)
+    return member, (member_event(member, ev.STARTUP_COMPLETE, now, auto_offset_reset=d.auto_offset_reset,
+                                 enable_auto_commit=config.auto_commit,
+                                 auto_commit_interval_ms=d.auto_commit_interval_ms),)
 
 
 # -- events ------------------------------------------------------------------------------------
@@ -322,24 +369,59 @@ _RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_
 _UNJOINED_GROUP = Errors.NONE  # stands for UnjoinedGroupException (retriable) in join_result
 
 
-def poll_has_work(m: Member, metadata: Metadata) -> bool:
-    """Would ``poll()`` do anything now: handle a finished join, start a join, or throw?"""
+def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
+    """Would ``poll()`` do anything now, whatever the time: handle a finished join, start a join,
+    throw, ask for committed offsets, or read records? (Work that waits for a time is
+    :func:`poll_due`.)"""
     if m.fatal is not None or m.stalled:
         return False
-    if m.heartbeat_failure is not None or m.commit_fenced or m.join is JoinFuture.SUCCEEDED \
-            or m.join is JoinFuture.FAILED:
+    if m.heartbeat_failure is not None or m.commit_fenced:
+        return True
+    c = m.consumption
+    if c is not None and (cs.records_available(c, log) or (
+            _in_group(m) and c.fetch_in_flight is None and cs.awaiting_position(c, m.owned))):
+        return True
+    if m.coordinator_node is None:
+        return False  # the lookup waits for its time (poll_due); group work for the coordinator
+    if m.join is JoinFuture.SUCCEEDED or m.join is JoinFuture.FAILED:
         return True
     if m.join is not JoinFuture.NONE:
         return False  # waiting for the coordinator
     return _rejoin_needed_or_pending(m, metadata)[1]
 
 
-def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = frozenset()) -> Output:
-    """One call of ``KafkaConsumer.poll()``, as far as group membership goes
-    (``ConsumerCoordinator.poll`` -> ``joinGroupIfNeeded``): handle a finished JoinGroup/SyncGroup
-    chain (``onJoinComplete``, or the failure), then, while a rejoin is needed, run
-    ``onJoinPrepare`` (once per rebalance) and send JoinGroup. Returns at once while a request is
-    in flight: the answer is handled by :func:`receive` and the next poll.
+def _in_group(m: Member) -> bool:
+    """``ConsumerCoordinator.poll`` would return true: coordinator known, no rebalance under way
+    (only then does ``poll()`` auto-commit and fetch committed offsets)."""
+    return m.coordinator_node is not None and m.join is JoinFuture.NONE and not m.rejoin_needed \
+        and m.state is MemberState.STABLE
+
+
+def poll_due(m: Member) -> int | None:
+    """When ``poll()`` next has work that waits for a time: a coordinator lookup after its back-off,
+    the auto-commit timer, an async batch finishing. None if there is none."""
+    if m.fatal is not None or m.stalled:
+        return None
+    times: list[int] = []
+    if m.coordinator_node is None and not m.finding_coordinator:
+        times.append(m.lookup_after)
+    c = m.consumption
+    if c is not None:
+        if m.config.auto_commit and _in_group(m):
+            times.append(c.auto_commit_due)
+        batch = cs.next_batch_due(c)
+        if batch is not None:
+            times.append(batch)
+    return min(times) if times else None
+
+
+def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = frozenset(), log: Log = ()) -> Output:
+    """One call of ``KafkaConsumer.poll()``: first group membership (``ConsumerCoordinator.poll``
+    -> ``joinGroupIfNeeded``): look up the coordinator if it is unknown; handle a finished
+    JoinGroup/SyncGroup chain (``onJoinComplete``, or the failure), then, while a rejoin is needed,
+    run ``onJoinPrepare`` (once per rebalance) and send JoinGroup. Returns at once while a request is
+    in flight: the answer is handled by :func:`receive` and the next poll. Then, with records, the
+    record work of :func:`_poll_records`.
     """
     if m.fatal is not None:
         return m, (), ()
@@ -350,9 +432,24 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
         return _die(m, Errors.FENCED_INSTANCE_ID.name, now)
     requests: list[Request] = []
     events: list[Event] = []
+    if m.coordinator_node is None:  # coordinatorUnknownAndUnreadyAsync: look it up, no group work
+        m = _lookup_coordinator(m, now, requests)
+    else:
+        out = _join_group_if_needed(m, now, metadata, requests, events)
+        if not isinstance(out, Member):
+            return out  # poll() threw
+        m = out
+    if m.consumption is not None and m.fatal is None:
+        m = _poll_records(m, now, log, requests, events)
+    return m, tuple(requests), tuple(events)
+
+
+def _join_group_if_needed(m: Member, now: int, metadata: Metadata, requests: list[Request],
+                          events: list[Event]) -> Member | Output:
+    """``joinGroupIfNeeded``, as far as it gets without waiting; an Output when poll() throws."""
     for _ in range(4):  # joinGroupIfNeeded's loop; each pass either waits, finishes or sends
         if m.join is JoinFuture.SUCCEEDED:
-            m = _finish_join(m, now, events)
+            m = _finish_join(m, now, events, requests)
         elif m.join is JoinFuture.FAILED:
             error = m.join_result
             m = _with(m, join=JoinFuture.NONE, join_result=None)
@@ -376,51 +473,164 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
         if m.needs_join_prepare:
             m = _on_join_prepare(_with(m, needs_join_prepare=False), now, events, requests)
         m = _send_join_group(m, requests)
-    return m, tuple(requests), tuple(events)
+    return m
 
 
-def _finish_join(m: Member, now: int, events: list[Event]) -> Member:
+def _lookup_coordinator(m: Member, now: int, requests: list[Request]) -> Member:
+    """``lookupCoordinator``: a FindCoordinator, unless one is in flight or the back-off runs."""
+    if m.finding_coordinator or now < m.lookup_after:
+        return m
+    requests.append(FindCoordinatorRequest(m.config.group_id))
+    return _with(m, finding_coordinator=True)
+
+
+def _coordinator_unknown(m: Member, now: int) -> Member:
+    """``markCoordinatorUnknown``: group requests wait for a new lookup."""
+    if m.coordinator_node is None:
+        return m
+    return _with(m, coordinator_node=None, lookup_after=now)
+
+
+def _poll_records(m: Member, now: int, log: Log, requests: list[Request], events: list[Event]) -> Member:
+    """The record part of ``poll()`` (``model.consumption``): when in the group, the periodic
+    auto-commit (``maybeAutoCommitOffsetsAsync(now)``) and an OffsetFetch for partitions without a
+    position (``updateFetchPositions``); then the records (``pollForFetches``), processed at once or
+    handed to the async worker; the worker's finished batches; the application's commit."""
+    c = m.consumption
+    d = m.config.delivery
+    assert c is not None and d is not None
+    if _in_group(m):
+        if m.config.auto_commit and cs.auto_commit_due(c, now):
+            m = _with(m, consumption=cs.auto_commit_reset(c, d, now))
+            m = _send_commit(m, cs.all_consumed(c), True, now, requests, events)
+            c = m.consumption
+            assert c is not None
+        pending = cs.awaiting_position(c, m.owned)
+        if pending and c.fetch_in_flight is None:
+            requests.append(OffsetFetchRequest(pending))
+            c = cs.fetch_sent(c, pending)
+    c, polled = cs.poll_records(c, log, d, now)
+    done: cs.Polled = polled
+    if d.processing == "async":
+        c, done = cs.process_due(c, now)
+    m = _with(m, consumption=c)
+    if done:
+        events.append(_records_consumed(m, done, now))
+        if not m.config.auto_commit and d.commit != "none":
+            m = _send_commit(m, cs.application_offsets(c, d), False, now, requests, events)
+    return m
+
+
+def _records_consumed(m: Member, polled: cs.Polled, now: int) -> Event:
+    """VerifiableConsumer's ``records_consumed``: per partition count, minOffset, maxOffset."""
+    parts = [{"topic": tp.topic, "partition": tp.partition, "count": last - first + 1, "minOffset": first,
+              "maxOffset": last} for tp, first, last in polled]
+    return member_event(m, ev.RECORDS_CONSUMED, now, count=sum(p["count"] for p in parts), partitions=None) | \
+        {"partitions": parts}
+
+
+def _send_commit(m: Member, offsets: tuple[tuple[TopicPartition, int], ...], auto: bool, now: int,
+                 requests: list[Request], events: list[Event]) -> Member:
+    """``sendOffsetCommitRequest``: only a STABLE member (``generationIfStable``) with a known
+    coordinator sends; otherwise an application commit fails at once (CommitFailedException, or
+    RebalanceInProgressException during a rebalance) and the auto-commit only logs."""
+    if not offsets:
+        return m
+    if m.state is not MemberState.STABLE or m.coordinator_node is None:
+        if not auto:
+            error = ("RebalanceInProgressException" if m.state in (MemberState.PREPARING_REBALANCE,
+                                                                   MemberState.COMPLETING_REBALANCE)
+                     else "CommitFailedException" if m.coordinator_node is not None else "COORDINATOR_NOT_AVAILABLE")
+            events.append(_offsets_committed(m, m.generation, offsets, None, error, now))
+        return m
+    requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
+                                        offsets))
+    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, offsets, auto),))
+
+
+def _offsets_committed(m: Member, sent: Generation, offsets: tuple[tuple[TopicPartition, int], ...],
+                       partition_errors: dict[TopicPartition, Errors] | None, error: str | None, now: int) -> Event:
+    """VerifiableConsumer's ``offsets_committed`` (``success``, ``error``), with the generation and
+    member id the commit was sent with, and ``auto`` for enable.auto.commit's own commits."""
+    items: list[dict[str, Any]] = []
+    for tp, offset in offsets:
+        item: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition, "offset": offset}
+        perr = (partition_errors or {}).get(tp, Errors.NONE)
+        if perr is not Errors.NONE:
+            item["error"] = perr.name
+        items.append(item)
+    event = member_event(m, ev.OFFSETS_COMMITTED, now, success=error is None, error=error)
+    event["offsets"] = items
+    event["generation"] = sent.generation_id
+    if sent.member_id:
+        event["member_id"] = sent.member_id
+    return event
+
+
+def _finish_join(m: Member, now: int, events: list[Event], requests: list[Request]) -> Member:
     """joinGroupIfNeeded after its future succeeded: ``onJoinComplete`` unless the heartbeat
     thread reset the generation or state meanwhile, in which case the rebalance failed."""
     assignment = m.join_result
     assert isinstance(assignment, tuple)
     m = _with(m, join=JoinFuture.NONE, join_result=None)
     if not m.generation.has_reset() and m.state is MemberState.STABLE:
-        m = _on_join_complete(m, assignment, now, events)
+        m = _on_join_complete(m, assignment, now, events, requests)
         return _with(m, needs_join_prepare=True)
     return _reset_state_and_rejoin(m, "rebalance failed since the generation/state was modified by heartbeat "
                                       "thread before the rebalance callback triggered", True)
 
 
-def _commit_owned(m: Member, now: int, requests: list[Request]) -> Member:
+def _commit_owned(m: Member, now: int, requests: list[Request], events: list[Event]) -> Member:
     """``maybeAutoCommitOffsetsAsync``: commit the position of every owned partition, sent only
     while the member is STABLE (``sendOffsetCommitRequest`` uses ``generationIfStable`` and fails
-    locally otherwise). The model consumes no records, so a position is a stand-in: the time."""
-    if not m.config.auto_commit or not m.owned or m.state is not MemberState.STABLE:
+    locally otherwise). Without records a position is a stand-in: the time."""
+    if not m.config.auto_commit or not m.owned:
+        return m
+    if m.consumption is not None:
+        return _send_commit(m, cs.all_consumed(m.consumption), True, now, requests, events)
+    if m.state is not MemberState.STABLE or m.coordinator_node is None:
         return m
     requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
                                         tuple((tp, now) for tp in sorted(m.owned))))
-    return _with(m, commits_in_flight=m.commits_in_flight + (m.generation,))
+    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, ()),))
+
+
+def _own(m: Member, owned: frozenset[TopicPartition]) -> Member:
+    """``owned`` becomes the assignment; positions of partitions given up go with them."""
+    c = m.consumption
+    if c is None:
+        return _with(m, owned=owned)
+    return _with(m, owned=owned, consumption=cs.retain(c, owned))
+
+
+def _revoke(m: Member, revoked: frozenset[TopicPartition], now: int, events: list[Event],
+            requests: list[Request]) -> Member:
+    """``onPartitionsRevoked(revoked)`` (called even when empty by EAGER): with
+    ``commit_on_revoke`` the application first commits what it processed of them (commitSync)."""
+    d = m.config.delivery
+    if d is not None and d.commit_on_revoke and not m.config.auto_commit and revoked and m.consumption is not None:
+        m = _send_commit(m, cs.application_offsets(m.consumption, d, revoked), False, now, requests, events)
+    events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=revoked))
+    return _own(m, m.owned - revoked)
 
 
 def _on_join_prepare(m: Member, now: int, events: list[Event], requests: list[Request]) -> Member:
     """``ConsumerCoordinator.onJoinPrepare``: the auto-commit of what is owned (asynchronous; the
-    model does not wait for its answer), then the callbacks."""
-    m = _commit_owned(m, now, requests)
+    model does not wait for its answer: the coordinator handles it before the JoinGroup sent after
+    it on the same connection), then the callbacks."""
+    m = _commit_owned(m, now, requests, events)
     gen = m.generation
     if gen.generation_id == NO_GENERATION_ID or gen.member_id == UNKNOWN_MEMBER_ID:
         if m.owned:  # everything owned is lost: the member was already out of the group
             events.append(member_event(m, ev.PARTITIONS_LOST, now, partitions=m.owned))
-            m = _with(m, owned=frozenset())
+            m = _own(m, frozenset())
     elif m.config.protocol is RebalanceProtocol.EAGER:
-        events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=m.owned))  # even when empty
-        m = _with(m, owned=frozenset())
+        m = _revoke(m, m.owned, now, events, requests)
     else:
         subscribed = set(m.subscription)
         revoked = frozenset(tp for tp in m.owned if tp.topic not in subscribed)
         if revoked:
-            events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=revoked))
-            m = _with(m, owned=m.owned - revoked)
+            m = _revoke(m, revoked, now, events, requests)
     return _with(m, is_leader=False)
 
 
@@ -451,7 +661,7 @@ def _send_join_group(m: Member, requests: list[Request]) -> Member:
 
 
 def _on_join_complete(m: Member, assignment: tuple[TopicPartition, ...], now: int,
-                      events: list[Event]) -> Member:
+                      events: list[Event], requests: list[Request]) -> Member:
     """``ConsumerCoordinator.onJoinComplete``."""
     if not m.is_leader:
         m = _with(m, assignment_snapshot=None)  # only the leader watches the metadata
@@ -463,11 +673,11 @@ def _on_join_complete(m: Member, assignment: tuple[TopicPartition, ...], now: in
     if m.config.protocol is RebalanceProtocol.COOPERATIVE:
         revoked = m.owned - assigned
         if revoked:
-            events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=revoked))
+            m = _revoke(m, revoked, now, events, requests)
             m = _request_rejoin(m, "need to revoke partitions and re-join")
     if m.generation.protocol_name == STICKY:  # invokeOnAssignment on the selected assignor
         m = _with(m, sticky_memory=(tuple(sorted(assigned)), m.generation.generation_id))
-    m = _with(m, owned=assigned)
+    m = _own(m, assigned)
     events.append(member_event(m, ev.PARTITIONS_ASSIGNED, now, partitions=added))
     return m
 
@@ -479,7 +689,7 @@ def _die(m: Member, error: str, now: int) -> Output:
     events: list[Event] = []
     if m.owned:
         events.append(member_event(m, ev.PARTITIONS_LOST, now, partitions=m.owned))
-    dead = _with(m, owned=frozenset(), fatal=error, state=MemberState.UNJOINED)
+    dead = _with(_own(m, frozenset()), fatal=error, state=MemberState.UNJOINED)
     events.append(member_event(dead, ev.SHUTDOWN_COMPLETE, now, error=error))
     return dead, (), tuple(events)
 
@@ -493,11 +703,18 @@ def poll_deadline(m: Member) -> int | None:
 
 
 def heartbeat_deadline(m: Member) -> int | None:
-    """The next time the heartbeat thread acts (a heartbeat or the poll timeout), or None."""
+    """The next time the heartbeat thread acts (a heartbeat, a coordinator lookup, the poll
+    timeout), or None."""
     if not m.heartbeat_thread_enabled:
         return None
     deadline = poll_deadline(m)
-    return m.heartbeat_due if deadline is None else min(m.heartbeat_due, deadline)
+    if m.coordinator_node is None:
+        due: int | None = None if m.finding_coordinator else m.lookup_after
+    else:
+        due = m.heartbeat_due
+    if due is None:
+        return deadline
+    return due if deadline is None else min(due, deadline)
 
 
 def heartbeat_tick(m: Member, now: int) -> Output:
@@ -506,6 +723,10 @@ def heartbeat_tick(m: Member, now: int) -> Output:
     deadline = poll_deadline(m)
     if deadline is not None and now >= deadline:
         return maybe_leave_group(m, "consumer poll timeout has expired.", now)
+    if m.coordinator_node is None:  # coordinatorUnknown(): look it up instead of heartbeating
+        requests: list[Request] = []
+        m = _lookup_coordinator(m, now, requests)
+        return m, tuple(requests), ()
     if now >= m.heartbeat_due:
         c = m.config
         request = HeartbeatRequest(m.generation.member_id, c.instance_id, m.generation.generation_id)
@@ -529,13 +750,15 @@ def close(m: Member, now: int) -> Output:
     reset or a rebalance is under way), then ``maybeLeaveGroup``, then the process ends."""
     events: list[Event] = []
     commits: list[Request] = []
-    m = _commit_owned(m, now, commits)  # ConsumerCoordinator.close: maybeAutoCommitOffsetsSync
+    m = _commit_owned(m, now, commits, events)  # ConsumerCoordinator.close: maybeAutoCommitOffsetsSync
     if m.owned:
         reset = m.generation.generation_id == NO_GENERATION_ID or m.generation.member_id == UNKNOWN_MEMBER_ID
         in_rebalance = m.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
-        name = ev.PARTITIONS_LOST if reset or in_rebalance else ev.PARTITIONS_REVOKED
-        events.append(member_event(m, name, now, partitions=m.owned))
-        m = _with(m, owned=frozenset())
+        if reset or in_rebalance:
+            events.append(member_event(m, ev.PARTITIONS_LOST, now, partitions=m.owned))
+            m = _own(m, frozenset())
+        else:
+            m = _revoke(m, m.owned, now, events, commits)
     left, requests, _ = maybe_leave_group(m, "the consumer is being closed", now)
     events.append(member_event(m, ev.SHUTDOWN_COMPLETE, now))
     return _with(left, join=JoinFuture.NONE, join_result=None), tuple(commits) + requests, tuple(events)
@@ -550,11 +773,21 @@ def can_receive(m: Member) -> bool:
     return m.fatal is None and (not m.stalled or m.heartbeat_thread_enabled)
 
 
+_COORDINATOR_GONE = (Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE)
+
+
 def receive(m: Member, response: Response, now: int, metadata: Metadata,
-            mutants: frozenset[str] = frozenset()) -> Output:
-    """Handle one response from the coordinator (the ``*ResponseHandler.handle`` methods)."""
+            mutants: frozenset[str] = frozenset(), log: Log = ()) -> Output:
+    """Handle one response from the coordinator (the ``*ResponseHandler.handle`` methods). Every
+    handler first marks the coordinator unknown on NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE."""
     if m.fatal is not None:
         return m, (), ()
+    if isinstance(response, FindCoordinatorResponse):
+        return _on_find_coordinator_response(m, response, now), (), ()
+    if response.error in _COORDINATOR_GONE:
+        m = _coordinator_unknown(m, now)
+    if isinstance(response, OffsetFetchResponse):
+        return _on_offset_fetch_response(m, response, now, log, mutants)
     if isinstance(response, HeartbeatResponse):
         return _on_heartbeat_response(m, response, now)
     if isinstance(response, JoinGroupResponse):
@@ -562,7 +795,7 @@ def receive(m: Member, response: Response, now: int, metadata: Metadata,
     if isinstance(response, SyncGroupResponse):
         return _on_sync_group_response(m, response, now, mutants)
     if isinstance(response, OffsetCommitResponse):
-        return _on_offset_commit_response(m, response), (), ()
+        return _on_offset_commit_response(m, response, now)
     if isinstance(response, LeaveGroupResponse):
         return m, (), ()  # LeaveGroupResponseHandler only logs
     raise TypeError(f"unexpected response {response!r}")
@@ -680,23 +913,58 @@ def _sync_failed(m: Member, error: Errors, mutants: frozenset[str]) -> Member:
     return _fail_join(m, error)
 
 
-def _on_offset_commit_response(m: Member, r: OffsetCommitResponse) -> Member:
-    """``OffsetCommitResponseHandler.handle`` for the asynchronous auto-commit."""
+def _on_offset_commit_response(m: Member, r: OffsetCommitResponse, now: int) -> Output:
+    """``OffsetCommitResponseHandler.handle``; with records, the answer is an ``offsets_committed``
+    event (VerifiableConsumer prints one per commit callback)."""
     if not m.commits_in_flight:
-        return m
-    sent = m.commits_in_flight[0]
+        return m, (), ()
+    pending = m.commits_in_flight[0]
+    sent = pending.generation
     m = _with(m, commits_in_flight=m.commits_in_flight[1:])
+    events: tuple[Event, ...] = ()
+    if m.consumption is not None and pending.offsets:
+        errors = dict(r.partition_errors)
+        failed = [e for e in (r.error, *errors.values()) if e is not Errors.NONE]
+        events = (_offsets_committed(m, sent, pending.offsets, errors, failed[0].name if failed else None, now),)
     error = r.error
     if error is Errors.FENCED_INSTANCE_ID:
-        return _with(m, commit_fenced=True) if m.generation == sent else m
+        return (_with(m, commit_fenced=True) if m.generation == sent else m), (), events
     if error is Errors.REBALANCE_IN_PROGRESS:
-        return _request_rejoin(m, "offset commit failed since group is already rebalancing")
+        return _request_rejoin(m, "offset commit failed since group is already rebalancing"), (), events
     if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
         if m.generation != sent and m.state is MemberState.PREPARING_REBALANCE:
-            return m  # already in another rebalance with a new generation: nothing to reset
+            return m, (), events  # already in another rebalance with a new generation: nothing to reset
         return _reset_state_and_rejoin(m, f"encountered {error.name} from OFFSET_COMMIT response",
-                                       error is not Errors.ILLEGAL_GENERATION)
-    return m
+                                       error is not Errors.ILLEGAL_GENERATION), (), events
+    return m, (), events
+
+
+def _on_offset_fetch_response(m: Member, r: OffsetFetchResponse, now: int, log: Log,
+                              mutants: frozenset[str]) -> Output:
+    """``OffsetFetchResponseHandler`` then ``SubscriptionState``: positions from the committed
+    offsets or ``auto.offset.reset`` (``model.consumption.on_offsets_fetched``); ``none`` with
+    nothing committed makes ``poll()`` throw NoOffsetForPartitionException, which ends the
+    application."""
+    c, d = m.consumption, m.config.delivery
+    if c is None or d is None or c.fetch_in_flight is None:
+        return m, (), ()
+    if r.error is not Errors.NONE:
+        return _with(m, consumption=cs.fetch_failed(c)), (), ()
+    c, error = cs.on_offsets_fetched(c, r.offsets, m.owned, log, d, mutants)
+    m = _with(m, consumption=c)
+    if error is not None:
+        return _die(m, error, now)
+    return m, (), ()
+
+
+def _on_find_coordinator_response(m: Member, r: FindCoordinatorResponse, now: int) -> Member:
+    """``FindCoordinatorResponseHandler``: the broker named is the coordinator from now on; an
+    error is retried after ``retry.backoff.ms``."""
+    if not m.finding_coordinator:
+        return m
+    if r.error is Errors.NONE:
+        return _with(m, finding_coordinator=False, coordinator_node=r.node)
+    return _with(m, finding_coordinator=False, lookup_after=now + m.config.retry_backoff_ms)
 
 
 def _on_heartbeat_response(m: Member, r: HeartbeatResponse, now: int) -> Output:

@@ -1,7 +1,7 @@
 """The classic group protocol's requests, responses and error codes, as the model exchanges them.
 
 Only the fields the group protocol's behaviour depends on are kept (JoinGroup v9, SyncGroup v5,
-Heartbeat v4, LeaveGroup v5, OffsetCommit v8). Every message is a frozen, hashable value so that
+Heartbeat v4, LeaveGroup v5, OffsetCommit v8, OffsetFetch v8, FindCoordinator v4). Every message is a frozen, hashable value so that
 model states holding messages in flight stay hashable. Error codes carry Kafka's numbers
 (clients/src/main/java/org/apache/kafka/common/protocol/Errors.java).
 """
@@ -133,7 +133,38 @@ class OffsetCommitResponse:
     partition_errors: tuple[tuple[TopicPartition, Errors], ...] = ()
 
 
-Request = JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
+NO_OFFSET = -1  # OffsetFetchResponse.INVALID_OFFSET: the group has committed nothing for the partition
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    """The committed offsets of some partitions (a consumer asks for those it was just assigned)."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error: Errors
+    offsets: tuple[tuple[TopicPartition, int], ...] = ()  # NO_OFFSET where nothing is committed
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorRequest:
+    """Which broker coordinates the group ``key`` (any broker answers, from its metadata)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorResponse:
+    error: Errors
+    node: int = -1  # the coordinator's broker id
+
+
+Request = (JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest | OffsetCommitRequest
+           | OffsetFetchRequest | FindCoordinatorRequest)
 Response = (
     JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
+    | OffsetFetchResponse | FindCoordinatorResponse
 )

@@ -56,6 +56,14 @@ MUTANTS: dict[str, Mutant] = {
             "KIP-345; updateStaticMemberAndRebalance",
         ),
         Mutant(
+            "position-ignores-committed",
+            "model.consumption",
+            "a member assigned a partition starts where auto.offset.reset says (the log end under latest) "
+            "even when the group has committed an offset for it, so the records in between are skipped",
+            "ConsumerCoordinator.refreshCommittedOffsetsIfNeeded; SubscriptionState (a position comes from the "
+            "committed offset; auto.offset.reset only when there is none)",
+        ),
+        Mutant(
             "range-ceil-quota",
             "model.assignors.range",
             "range gives each subscriber ceil(P/C) partitions of a topic until none are left, so the last "

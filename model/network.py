@@ -14,9 +14,10 @@ them (``AbstractCoordinator.close`` -> ``awaitPendingRequests``).
 
 That is the contract Kafka's clients get from one TCP connection to the coordinator (the
 ``NetworkClient`` keeps one connection per node and at most ``max.in.flight.requests.per.connection``
-requests in flight, answered in order; a broker processes one connection's requests in order). Not
-modelled: request timeouts and disconnects of a live process, and coordinator fail-over
-(``NOT_COORDINATOR`` / ``COORDINATOR_NOT_AVAILABLE``); the model's coordinator never moves.
+requests in flight, answered in order; a broker processes one connection's requests in order). When
+the coordinator moves or fails, the requests queued for it are answered with an error by the broker
+they reached (:meth:`Network.answer_queued`); a member's connection id stays the same when it
+reconnects to a new coordinator. Not modelled: request timeouts and disconnects of a live process.
 
 The value is a frozen, hashable record of two tuples of ``(conn, queue)`` pairs sorted by
 connection id; queues are tuples. Every function returns a new value.
@@ -24,7 +25,7 @@ connection id; queues are tuples. Every function returns a new value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from model.messages import Request, Response
@@ -80,6 +81,19 @@ class Network:
         if conn in self.closed:
             return self
         return Network(self.requests, _put(self.responses, conn, response), self.closed)
+
+    def answer_queued(self, answer: Callable[[Request], Response | None]) -> Network:
+        """Every queued request that ``answer`` gives a response for leaves its queue and is
+        answered on its connection; the others stay queued, in order."""
+        network = Network((), self.responses, self.closed)
+        for conn, queue in self.requests:
+            for request in queue:
+                response = answer(request)  # type: ignore[arg-type]
+                if response is None:
+                    network = network.send_request(conn, request)  # type: ignore[arg-type]
+                else:
+                    network = network.send_response(conn, response)
+        return network
 
     # -- delivering --------------------------------------------------------------------------
 

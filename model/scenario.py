@@ -2,7 +2,7 @@
 
 A scenario names the topics and their partition counts, the group settings, a list of timed steps
 (members joining, crashing, restarting, stalling, leaving, changing subscription; partitions being
-added) and when the run ends::
+added; producers appending records; the coordinator moving or failing) and when the run ends::
 
     {"topics": {"orders": 6},
      "config": {"session_timeout_ms": 10000, "initial_rebalance_delay_ms": 0},
@@ -16,18 +16,25 @@ naming where it is (``steps[3]``, ``config.session_timeout_ms``) and what is wro
 found is raised. Member liveness is followed through the steps, so "crash a member that is not
 running" is caught here, not at run time. The same format drives the future conformance suite,
 so it says what happens, not how a particular client does it.
+
+Records are modelled (``model.consumption``) when the scenario produces any (a ``produce`` step) or
+sets any of the delivery settings (:data:`DELIVERY_KEYS`); otherwise the run is about group
+membership only, as the proofs see it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from model import consumption as cs
 from model import coordinator as co
 from model import member as mb
 from model.assignors import ASSIGNORS
 from model.system import (
+    CoordinatorFails,
+    CoordinatorMoves,
     Fault,
     MemberCrashes,
     MemberLeaves,
@@ -36,13 +43,18 @@ from model.system import (
     MemberStarts,
     MemberSubscribes,
     PartitionsAdded,
+    RecordsProduced,
     SystemConfig,
 )
 
 DEFAULT_RUN_AFTER_LAST_STEP_MS = 60000
 
+# Records, positions and commits (model.consumption): any of these turns the record model on.
+DELIVERY_KEYS = ("auto_offset_reset", "auto_commit_interval_ms", "max_poll_records", "commit", "commit_on_revoke",
+                 "processing", "processing_ms")
 CONFIG_KEYS = ("group_id", "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
-               "initial_rebalance_delay_ms", "max_poll_interval_ms", "enable_auto_commit")
+               "initial_rebalance_delay_ms", "max_poll_interval_ms", "enable_auto_commit", *DELIVERY_KEYS,
+               "brokers")
 
 # action -> (required fields, optional fields), besides "at" and "do"
 STEP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -53,6 +65,9 @@ STEP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "leave": (("member",), ()),
     "subscribe": (("member", "topics"), ()),
     "add_partitions": (("topic", "count"), ()),
+    "produce": (("topic", "records"), ("partition", "every_ms", "until")),
+    "move_coordinator": ((), ()),
+    "fail_coordinator": (("for_ms",), ()),
 }
 
 
@@ -70,6 +85,7 @@ class Step:
     at: int
     action: Fault
     index: int  # its position in the document's ``steps``
+    repeated: bool = False  # a later firing of a periodic step (``every_ms``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +163,14 @@ def parse(doc: Any) -> Scenario:
     config = _parse_config(doc.get("config", {}))
     if "steps" not in doc:
         raise ScenarioError("steps", "missing")
-    steps = _parse_steps(doc["steps"], dict(topics))
-    last = steps[-1].at if steps else 0
-    until = last + DEFAULT_RUN_AFTER_LAST_STEP_MS if doc.get("until") is None else \
-        _int(doc["until"], "until", minimum=0)
+    given_until = None if doc.get("until") is None else _int(doc["until"], "until", minimum=0)
+    steps = _parse_steps(doc["steps"], dict(topics), given_until)
+    last = max((st.at for st in steps if not st.repeated), default=0)
+    until = last + DEFAULT_RUN_AFTER_LAST_STEP_MS if given_until is None else given_until
     if until < last:
         raise ScenarioError("until", f"{until} is before the last step (at {last})")
+    if config.delivery is None and any(isinstance(st.action, RecordsProduced) for st in steps):
+        config = replace(config, delivery=cs.DeliveryConfig())
     return Scenario(topics=topics, config=config, steps=steps, until=until)
 
 
@@ -193,13 +211,49 @@ def _parse_config(value: Any) -> SystemConfig:
         raise ScenarioError("config.heartbeat_interval_ms",
                             f"must be lower than session_timeout_ms ({heartbeat} >= {session}), as the "
                             "consumer requires (Heartbeat's constructor)")
+    brokers = setting("brokers", 3)
     return SystemConfig(coordinator=co.CoordinatorConfig(group_id=group_id, initial_rebalance_delay_ms=delay),
                         session_timeout_ms=session, rebalance_timeout_ms=rebalance_ms,
                         heartbeat_interval_ms=heartbeat, max_poll_interval_ms=max_poll_ms,
-                        auto_commit=auto_commit)
+                        auto_commit=auto_commit, delivery=_parse_delivery(value, auto_commit), brokers=brokers)
 
 
-def _parse_steps(value: Any, topics: dict[str, int]) -> tuple[Step, ...]:
+def _choice(value: Mapping[str, Any], key: str, choices: tuple[str, ...], default: str) -> str:
+    got = value.get(key)
+    if got is None:
+        return default
+    if got not in choices:
+        raise ScenarioError(f"config.{key}", f"expected one of {', '.join(choices)}, got {_quote(got)}")
+    return str(got)
+
+
+def _parse_delivery(value: Mapping[str, Any], auto_commit: bool) -> cs.DeliveryConfig | None:
+    """The record settings (``model.consumption.DeliveryConfig``), or None when none is given."""
+    if not any(value.get(k) is not None for k in DELIVERY_KEYS):
+        return None
+    d = cs.DeliveryConfig()
+    commit = _choice(value, "commit", cs.COMMIT_POLICIES, d.commit)
+    on_revoke = value.get("commit_on_revoke", False)
+    if not isinstance(on_revoke, bool):
+        raise ScenarioError("config.commit_on_revoke", f"expected true or false, got {_describe(on_revoke)}")
+    if auto_commit and (commit != "none" or on_revoke):
+        key = "commit" if commit != "none" else "commit_on_revoke"
+        raise ScenarioError(f"config.{key}", "the application commits only with enable_auto_commit false "
+                                             "(with auto-commit on, the consumer commits by itself)")
+
+    def number(key: str, default: int, minimum: int) -> int:
+        return default if value.get(key) is None else _int(value[key], f"config.{key}", minimum=minimum)
+
+    return cs.DeliveryConfig(
+        auto_offset_reset=_choice(value, "auto_offset_reset", cs.RESET_POLICIES, d.auto_offset_reset),
+        auto_commit_interval_ms=number("auto_commit_interval_ms", d.auto_commit_interval_ms, 1),
+        max_poll_records=number("max_poll_records", d.max_poll_records, 1),
+        commit=commit, commit_on_revoke=on_revoke,
+        processing=_choice(value, "processing", cs.PROCESSING_MODES, d.processing),
+        processing_ms=number("processing_ms", d.processing_ms, 0))
+
+
+def _parse_steps(value: Any, topics: dict[str, int], until: int | None) -> tuple[Step, ...]:
     if not isinstance(value, list):
         raise ScenarioError("steps", "expected a list of steps")
     running: set[str] = set()
@@ -231,7 +285,21 @@ def _parse_steps(value: Any, topics: dict[str, int]) -> tuple[Step, ...]:
                 raise ScenarioError(where, f'"{do}" needs "{key}"')
         action = _step_action(do, raw, where, running, started, topics)
         steps.append(Step(at, action, i))
-    return tuple(steps)
+        if do == "produce" and raw.get("every_ms") is not None:
+            steps.extend(Step(t, action, i, repeated=True) for t in _repeats(raw, where, at, until))
+    return tuple(sorted(steps, key=lambda st: st.at))  # stable: equal times keep document order
+
+
+def _repeats(raw: Mapping[str, Any], where: str, at: int, until: int | None) -> range:
+    """The later firings of a periodic producer: every ``every_ms`` after ``at`` up to its own
+    ``until``, or the scenario's (which must then be given)."""
+    every = _int(raw["every_ms"], f"{where}.every_ms", minimum=1)
+    end = until if raw.get("until") is None else _int(raw["until"], f"{where}.until", minimum=at)
+    if end is None:
+        raise ScenarioError(f"{where}.every_ms", 'a periodic producer needs an "until" (its own or the scenario\'s)')
+    if (end - at) // every > 1_000_000:
+        raise ScenarioError(f"{where}.every_ms", f"fires more than a million times before {end}")
+    return range(at + every, end + 1, every)
 
 
 def _quote(value: Any) -> str:
@@ -240,6 +308,18 @@ def _quote(value: Any) -> str:
 
 def _step_action(do: str, raw: Mapping[str, Any], where: str, running: set[str], started: set[str],
                  topics: dict[str, int]) -> Fault:
+    if do == "produce":
+        topic = _name(raw["topic"], f"{where}.topic")
+        if topic not in topics:
+            raise ScenarioError(f"{where}.topic", f"no topic {topic} (topics: {', '.join(sorted(topics))})")
+        partition = None if raw.get("partition") is None else _int(raw["partition"], f"{where}.partition", minimum=0)
+        if partition is not None and partition >= topics[topic]:
+            raise ScenarioError(f"{where}.partition", f"topic {topic} has {topics[topic]} partitions here")
+        return RecordsProduced(topic, _int(raw["records"], f"{where}.records", minimum=1), partition)
+    if do == "move_coordinator":
+        return CoordinatorMoves()
+    if do == "fail_coordinator":
+        return CoordinatorFails(_int(raw["for_ms"], f"{where}.for_ms", minimum=1))
     if do == "add_partitions":
         topic = _name(raw["topic"], f"{where}.topic")
         count = _int(raw["count"], f"{where}.count", minimum=1)

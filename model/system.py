@@ -16,11 +16,28 @@ system actions, which happen by themselves --
 * :class:`CoordinatorTimerFires` -- a coordinator timer is due (session, join, sync, ...);
 * :class:`ClockAdvances` -- time moves on, to at most the next deadline;
 
+* :class:`CoordinatorElected` -- after a coordinator failure, a new leader of the group's
+  ``__consumer_offsets`` partition takes over and loads the group;
+
 faults and operator actions, which the environment chooses --
 
 * :class:`MemberStarts`, :class:`MemberCrashes`, :class:`MemberRestarts` (same configuration and
   instance id, new incarnation), :class:`MemberLeaves` (``close()``), :class:`MemberStalls`
-  (no ``poll()`` for a while), :class:`MemberSubscribes`, :class:`PartitionsAdded`.
+  (no ``poll()`` for a while), :class:`MemberSubscribes`, :class:`PartitionsAdded`,
+  :class:`RecordsProduced` (producers append to partitions' logs), :class:`CoordinatorMoves`
+  (leadership of the group's partition moves to another broker), :class:`CoordinatorFails` (its
+  leader dies; no coordinator until a new leader is elected).
+
+**The coordinator's home** (:class:`CoordinatorHome`): the group's coordinator is the leader of
+partition ``abs(hash(group.id)) % offsets.topic.num.partitions`` of ``__consumer_offsets``
+(``model.coordinator_home``). The model has ``brokers`` brokers, ids 0..n-1; the partition's first
+leader is ``partition % brokers`` and leadership moves to the next id. A group request that reaches a
+broker that is not the coordinator is answered NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while the
+partition has no leader) by that broker, at once; FindCoordinator is answered by any broker from its
+metadata. When leadership moves, the old coordinator unloads the group (its parked requests answered
+NOT_COORDINATOR), the requests still queued for it get the same answer, and the new leader loads the
+group from the log (``model.coordinator_load``). While the partition has no leader, nothing runs the
+group's timers.
 
 :func:`step` is pure and guard-first: it returns ``(next state, events)``, or None when the action is
 not enabled. :func:`enabled` lists the enabled system actions.
@@ -51,10 +68,13 @@ from typing import Any
 from model import coordinator as co
 from model import events as ev
 from model import member as mb
+from model.consumption import DeliveryConfig, Log
+from model.coordinator_home import coordinator_partition
 from model.member import Member, MemberConfig, Metadata
-from model.messages import Request
+from model.messages import Errors, FindCoordinatorRequest, FindCoordinatorResponse, Request
 from model.network import Network
 from model.system_evolve import evolver
+from model.types import TopicPartition
 
 Event = dict[str, Any]
 
@@ -94,6 +114,11 @@ class CoordinatorTimerFires:
 @dataclass(frozen=True, slots=True)
 class ClockAdvances:
     to: int
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorElected:
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +171,36 @@ class PartitionsAdded:
     count: int
 
 
+@dataclass(frozen=True, slots=True)
+class RecordsProduced:
+    """Producers append ``count`` records to each partition of ``topic`` (or to ``partition`` only)."""
+
+    topic: str
+    count: int
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorMoves:
+    """Leadership of the group's ``__consumer_offsets`` partition moves to the next broker (a
+    controlled shutdown, a reassignment): the new leader loads the group at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorFails:
+    """The coordinator's broker dies: the partition has no leader for ``for_ms``, then the next
+    broker is elected and loads the group."""
+
+    for_ms: int
+
+
 SystemAction = (DeliverRequest | DeliverResponse | MemberPolls | HeartbeatThreadRuns | MemberResumes
-                | CoordinatorTimerFires | ClockAdvances)
+                | CoordinatorTimerFires | ClockAdvances | CoordinatorElected)
 Fault = (MemberStarts | MemberCrashes | MemberRestarts | MemberLeaves | MemberStalls | MemberSubscribes
-         | PartitionsAdded)
+         | PartitionsAdded | RecordsProduced | CoordinatorMoves | CoordinatorFails)
 Action = SystemAction | Fault
 FAULTS = (MemberStarts, MemberCrashes, MemberRestarts, MemberLeaves, MemberStalls, MemberSubscribes,
-          PartitionsAdded)
+          PartitionsAdded, RecordsProduced, CoordinatorMoves, CoordinatorFails)
 
 # -- state ---------------------------------------------------------------------------------------
 
@@ -168,6 +216,8 @@ class SystemConfig:
     heartbeat_interval_ms: int = mb.DEFAULT_HEARTBEAT_INTERVAL_MS
     max_poll_interval_ms: int = mb.DEFAULT_MAX_POLL_INTERVAL_MS
     auto_commit: bool = True
+    delivery: DeliveryConfig | None = None  # records, positions and commits (None: group membership only)
+    brokers: int = 3
     mutants: frozenset[str] = frozenset()
 
     def member_config(self, name: str, assignors: tuple[str, ...], instance_id: str | None) -> MemberConfig:
@@ -175,7 +225,7 @@ class SystemConfig:
             name, assignors, instance_id=instance_id, session_timeout_ms=self.session_timeout_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms, heartbeat_interval_ms=self.heartbeat_interval_ms,
             max_poll_interval_ms=self.max_poll_interval_ms, group_id=self.coordinator.group_id,
-            auto_commit=self.auto_commit)
+            auto_commit=self.auto_commit, delivery=self.delivery)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +240,25 @@ class Process:
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorHome:
+    """Which broker coordinates the group: the leader of ``partition`` of ``__consumer_offsets``
+    (None while it has none, until ``elected_at``); ``last`` is the latest leader."""
+
+    partition: int
+    leader: int | None
+    last: int
+    elected_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SystemState:
     now: int
     group: co.Group
     processes: tuple[tuple[str, Process], ...]  # sorted by member name
     network: Network
     metadata: Metadata  # topic -> partition count, sorted by topic
+    log: Log = ()  # log end offset of every partition that has records, sorted
+    home: CoordinatorHome = CoordinatorHome(0, 0, 0)
 
 
 _evolve_state = evolver(SystemState)
@@ -211,8 +274,10 @@ def _process(p: Process, **changes: Any) -> Process:
 
 
 def initial_state(config: SystemConfig, topics: Iterable[tuple[str, int]] = (), now: int = 0) -> SystemState:
+    partition = coordinator_partition(config.coordinator.group_id, config.coordinator.offsets_topic_num_partitions)
+    leader = partition % config.brokers
     return SystemState(now=now, group=co.initial_group(config.coordinator), processes=(), network=Network(),
-                       metadata=tuple(sorted(topics)))
+                       metadata=tuple(sorted(topics)), home=CoordinatorHome(partition, leader, leader))
 
 
 def process(state: SystemState, name: str) -> Process | None:
@@ -261,9 +326,29 @@ def _put_member(state: SystemState, m: Member) -> SystemState:
 # -- what is enabled -----------------------------------------------------------------------------
 
 
+def coordinator_deadline(state: SystemState) -> int | None:
+    """When the coordinator side next acts: a group timer, or, while the group's partition has no
+    leader, the election (no timers run then)."""
+    if state.home.leader is None:
+        return state.home.elected_at
+    return co.next_deadline(state.group)
+
+
 def coordinator_due(state: SystemState) -> bool:
-    deadline = co.next_deadline(state.group)
+    deadline = coordinator_deadline(state)
     return deadline is not None and deadline <= state.now
+
+
+def coordinator_action(state: SystemState) -> SystemAction:
+    """The coordinator-side action that is due (call when :func:`coordinator_due`)."""
+    return CoordinatorElected() if state.home.leader is None else CoordinatorTimerFires()
+
+
+def member_polls_now(m: Member, state: SystemState) -> bool:
+    if mb.poll_has_work(m, state.metadata, state.log):
+        return True
+    due = mb.poll_due(m)
+    return due is not None and due <= state.now
 
 
 def urgent_actions(state: SystemState) -> list[SystemAction]:
@@ -272,7 +357,7 @@ def urgent_actions(state: SystemState) -> list[SystemAction]:
     actions: list[SystemAction] = []
     now = state.now
     if coordinator_due(state):
-        actions.append(CoordinatorTimerFires())
+        actions.append(coordinator_action(state))
     else:
         actions.extend(DeliverRequest(c) for c in state.network.request_conns())
     for conn in state.network.response_conns():
@@ -285,7 +370,7 @@ def urgent_actions(state: SystemState) -> list[SystemAction]:
             continue
         if m.stalled_until is not None and m.stalled_until <= now:
             actions.append(MemberResumes(m.name))
-        if mb.poll_has_work(m, state.metadata):
+        if member_polls_now(m, state):
             actions.append(MemberPolls(m.name))
         hb = mb.heartbeat_deadline(m)
         if hb is not None and hb <= now:
@@ -297,7 +382,7 @@ def next_deadline(state: SystemState) -> int | None:
     """The earliest future time something is scheduled: a coordinator timer, a heartbeat thread
     step, the end of a stall."""
     deadlines: list[int] = []
-    d = co.next_deadline(state.group)
+    d = coordinator_deadline(state)
     if d is not None:
         deadlines.append(d)
     for _, p in state.processes:
@@ -307,6 +392,9 @@ def next_deadline(state: SystemState) -> int | None:
         hb = mb.heartbeat_deadline(m)
         if hb is not None:
             deadlines.append(hb)
+        due = mb.poll_due(m)
+        if due is not None:
+            deadlines.append(due)
         if m.stalled_until is not None:
             deadlines.append(m.stalled_until)
     return min(deadlines) if deadlines else None
@@ -340,9 +428,19 @@ def step(state: SystemState, action: Action, config: SystemConfig, *, trusted: b
     return handler(state, action, config, trusted)
 
 
-def _send(network: Network, conn: str, requests: tuple[Request, ...]) -> Network:
+def _not_coordinator(home: CoordinatorHome) -> Errors:
+    """What a broker that is not the group's coordinator answers."""
+    return Errors.COORDINATOR_NOT_AVAILABLE if home.leader is None else Errors.NOT_COORDINATOR
+
+
+def _send(network: Network, home: CoordinatorHome, m: Member, requests: tuple[Request, ...]) -> Network:
+    """Queue what ``m`` sent. A group request sent to a broker that is not the coordinator is
+    answered at once by that broker (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE)."""
     for r in requests:
-        network = network.send_request(conn, r)
+        if isinstance(r, FindCoordinatorRequest) or m.coordinator_node == home.leader:
+            network = network.send_request(m.conn, r)
+        else:
+            network = network.send_response(m.conn, co.error_response(r, _not_coordinator(home)))
     return network
 
 
@@ -350,7 +448,7 @@ def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...],
                  network: Network | None = None) -> SystemState:
     """Store the member's new state and queue what it sent on ``network`` (default: the state's);
     a member that died closes its connection, and its process is down."""
-    network = _send(state.network if network is None else network, m.conn, requests)
+    network = _send(state.network if network is None else network, state.home, m, requests)
     p = process(state, m.name)
     assert p is not None
     if m.fatal is None:
@@ -365,6 +463,11 @@ def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig
     if state.network.head_request(a.conn) is None or (not trusted and coordinator_due(state)):
         return None
     network, request = state.network.pop_request(a.conn)
+    if isinstance(request, FindCoordinatorRequest):  # any broker answers from its metadata
+        leader = state.home.leader
+        answer = FindCoordinatorResponse(Errors.NONE, leader) if leader is not None else \
+            FindCoordinatorResponse(Errors.COORDINATOR_NOT_AVAILABLE)
+        return _state(state, network=network.send_response(a.conn, answer)), ()
     group, replies, events = co.receive(state.group, a.conn, request, state.now, config.coordinator,
                                         config.mutants)
     for reply in replies:
@@ -377,15 +480,15 @@ def _deliver_response(state: SystemState, a: DeliverResponse, config: SystemConf
     if m is None or not mb.can_receive(m) or state.network.head_response(a.conn) is None:
         return None
     network, response = state.network.pop_response(a.conn)
-    m, requests, events = mb.receive(m, response, state.now, state.metadata, config.mutants)
+    m, requests, events = mb.receive(m, response, state.now, state.metadata, config.mutants, state.log)
     return _with_member(state, m, requests, network), events
 
 
 def _member_polls(state: SystemState, a: MemberPolls, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
-    if m is None or (not trusted and not mb.poll_has_work(m, state.metadata)):
+    if m is None or (not trusted and not member_polls_now(m, state)):
         return None
-    m, requests, events = mb.poll(m, state.now, state.metadata, config.mutants)
+    m, requests, events = mb.poll(m, state.now, state.metadata, config.mutants, state.log)
     return _with_member(state, m, requests), events
 
 
@@ -408,7 +511,7 @@ def _member_resumes(state: SystemState, a: MemberResumes, config: SystemConfig, 
 
 
 def _coordinator_timer_fires(state: SystemState, a: CoordinatorTimerFires, config: SystemConfig, trusted: bool = False) -> Result:
-    if not coordinator_due(state):
+    if state.home.leader is None or not coordinator_due(state):
         return None
     group, replies, events = co.expire(state.group, state.now, config.coordinator, config.mutants)
     network = state.network
@@ -432,7 +535,7 @@ def _clock_advances(state: SystemState, a: ClockAdvances, config: SystemConfig, 
 
 def _start(state: SystemState, name: str, config: MemberConfig, topics: tuple[str, ...],
            incarnation: int) -> tuple[SystemState, tuple[Event, ...]]:
-    m, events = mb.start(config, f"{name}#{incarnation}", topics, state.now)
+    m, events = mb.start(config, f"{name}#{incarnation}", topics, state.now, state.home.leader)
     return _put_process(state, name, Process(config, incarnation, m, m.subscription)), events
 
 
@@ -479,7 +582,7 @@ def _member_leaves(state: SystemState, a: MemberLeaves, config: SystemConfig, tr
     if p is None or p.member is None:
         return None
     m, requests, events = mb.close(p.member, state.now)
-    network = _send(state.network, m.conn, requests).close(m.conn, drop_requests=False)
+    network = _send(state.network, state.home, m, requests).close(m.conn, drop_requests=False)
     state = _put_process(state, a.member, _process(p, member=None, topics=m.subscription))
     return _state(state, network=network), events
 
@@ -506,6 +609,69 @@ def _partitions_added(state: SystemState, a: PartitionsAdded, config: SystemConf
     return _state(state, metadata=tuple(sorted(counts.items()))), ()
 
 
+def _records_produced(state: SystemState, a: RecordsProduced, config: SystemConfig, trusted: bool = False) -> Result:
+    partitions = dict(state.metadata).get(a.topic, 0)
+    if a.count <= 0 or partitions == 0 or (a.partition is not None and not 0 <= a.partition < partitions):
+        return None
+    log = dict(state.log)
+    for p in range(partitions) if a.partition is None else (a.partition,):
+        tp = TopicPartition(a.topic, p)
+        log[tp] = log.get(tp, 0) + a.count
+    return _state(state, log=tuple(sorted(log.items()))), ()
+
+
+def _unload(state: SystemState, config: SystemConfig) -> tuple[SystemState, tuple[Event, ...]]:
+    """The old coordinator gives the group up: parked requests and every group request still
+    queued for it are answered NOT_COORDINATOR (``GroupMetadataManager.onUnloaded``; the broker's
+    request handlers for the rest)."""
+    group, replies, events = co.unload(state.group, state.now, config.coordinator)
+    network = _answer_queued(state.network, Errors.NOT_COORDINATOR)
+    for reply in replies:
+        network = network.send_response(reply.conn, reply.response)
+    return _state(state, group=group, network=network), events
+
+
+def _answer_queued(network: Network, error: Errors) -> Network:
+    """Group requests still queued for a coordinator that went away get ``error`` (FindCoordinator
+    goes to any broker and stays queued)."""
+    return network.answer_queued(
+        lambda r: None if isinstance(r, FindCoordinatorRequest) else co.error_response(r, error))
+
+
+def _load(state: SystemState, leader: int, config: SystemConfig) -> tuple[SystemState, tuple[Event, ...]]:
+    group, replies, events = co.load_with_events(state.group, state.now, config.coordinator, config.mutants)
+    network = state.network
+    for reply in replies:
+        network = network.send_response(reply.conn, reply.response)
+    home = CoordinatorHome(state.home.partition, leader, leader)
+    return _state(state, group=group, network=network, home=home), events
+
+
+def _coordinator_moves(state: SystemState, a: CoordinatorMoves, config: SystemConfig, trusted: bool = False) -> Result:
+    if state.home.leader is None or config.brokers < 2:
+        return None
+    state, unloaded = _unload(state, config)
+    state, loaded = _load(state, (state.home.last + 1) % config.brokers, config)
+    return state, unloaded + loaded
+
+
+def _coordinator_fails(state: SystemState, a: CoordinatorFails, config: SystemConfig, trusted: bool = False) -> Result:
+    if state.home.leader is None or a.for_ms <= 0 or config.brokers < 2:
+        return None
+    # The dead broker answers nothing: its clients see the connection fail, and treat it as this.
+    network = _answer_queued(state.network, Errors.COORDINATOR_NOT_AVAILABLE)
+    group = co.unload(state.group, state.now, config.coordinator)[0]  # its parked requests die with it
+    home = CoordinatorHome(state.home.partition, None, state.home.last, state.now + a.for_ms)
+    return _state(state, group=group, network=network, home=home), ()
+
+
+def _coordinator_elected(state: SystemState, a: CoordinatorElected, config: SystemConfig, trusted: bool = False) -> Result:
+    home = state.home
+    if home.leader is not None or home.elected_at is None or home.elected_at > state.now:
+        return None
+    return _load(state, (home.last + 1) % config.brokers, config)
+
+
 _HANDLERS: dict[type, Callable[[SystemState, Any, SystemConfig, bool], Result]] = {
     DeliverRequest: _deliver_request,
     DeliverResponse: _deliver_response,
@@ -521,6 +687,10 @@ _HANDLERS: dict[type, Callable[[SystemState, Any, SystemConfig, bool], Result]] 
     MemberStalls: _member_stalls,
     MemberSubscribes: _member_subscribes,
     PartitionsAdded: _partitions_added,
+    RecordsProduced: _records_produced,
+    CoordinatorMoves: _coordinator_moves,
+    CoordinatorFails: _coordinator_fails,
+    CoordinatorElected: _coordinator_elected,
 }
 
 
@@ -554,5 +724,14 @@ def describe(state: SystemState, action: Action) -> str:
         return f"{action.member} subscribes to {list(action.topics)}"
     if isinstance(action, PartitionsAdded):
         return f"topic {action.topic} grows to {action.count} partitions"
+    if isinstance(action, RecordsProduced):
+        where = f"partition {action.partition} of" if action.partition is not None else "each partition of"
+        return f"producers append {action.count} records to {where} {action.topic}"
+    if isinstance(action, CoordinatorMoves):
+        return f"the coordinator moves from broker {state.home.leader}"
+    if isinstance(action, CoordinatorFails):
+        return f"the coordinator (broker {state.home.leader}) fails; no leader for {action.for_ms} ms"
+    if isinstance(action, CoordinatorElected):
+        return "a new coordinator is elected and loads the group"
     verb = {MemberCrashes: "crashes", MemberRestarts: "restarts", MemberLeaves: "leaves (close)"}[type(action)]
     return f"{action.member} {verb}"

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import coordinator as co
 from model import member as mb
 from model import system as sy
 from model.scenario import Scenario
@@ -62,7 +61,7 @@ def choose(state: SystemState, rng: random.Random) -> Action | None:
     for a in actions:
         if isinstance(a, _LOCAL):
             return a
-        if isinstance(a, sy.CoordinatorTimerFires):
+        if isinstance(a, (sy.CoordinatorTimerFires, sy.CoordinatorElected)):
             timer = a
         else:
             deliveries.append(a)
@@ -87,20 +86,23 @@ class Scheduler:
         self.rng = rng
         self._processes: object = None
         self._metadata: object = None
+        self._log: object = None
         self._seen: dict[str, mb.Member] = {}  # the member value each entry below was computed from
         self._work: set[str] = set()  # members whose poll() has something to do
         self._deadline: dict[str, int] = {}  # each member's next local deadline (heartbeat thread, resume)
         self._heap: list[tuple[int, str]] = []  # (deadline, name), stale entries skipped lazily
+        self._poll_at: dict[str, int] = {}  # each member's next timed poll work (model.member.poll_due)
+        self._poll_heap: list[tuple[int, str]] = []
         self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
         self._readable_conns: set[str] = set()  # the values of ``_readable``
-        self._group: tuple[object, int | None] = (None, None)
+        self._group: tuple[object, object, int | None] = (None, None, None)
 
     def _refresh(self, state: SystemState) -> None:
-        if state.processes is self._processes and state.metadata is self._metadata:
+        if state.processes is self._processes and state.metadata is self._metadata and state.log is self._log:
             return
         before, processes = self._processes, state.processes
-        full = state.metadata is not self._metadata
-        self._processes, self._metadata = processes, state.metadata
+        full = state.metadata is not self._metadata or state.log is not self._log
+        self._processes, self._metadata, self._log = processes, state.metadata, state.log
         if not full and isinstance(before, tuple) and len(before) == len(processes):
             # The usual case: one process replaced. States share their unchanged entries, so the
             # changed ones are those that are not the very same object as before.
@@ -114,24 +116,32 @@ class Scheduler:
             if p.member is None:
                 self._forget(name)
             elif full or self._seen.get(name) is not p.member:
-                self._compute(name, p.member, state.metadata)
+                self._compute(name, p.member, state)
 
     def _forget(self, name: str) -> None:
         self._seen.pop(name, None)
         self._work.discard(name)
         self._deadline.pop(name, None)
+        self._poll_at.pop(name, None)
         self._readable_conns.discard(self._readable.pop(name, ""))
 
-    def _compute(self, name: str, m: mb.Member, metadata: mb.Metadata) -> None:
+    def _compute(self, name: str, m: mb.Member, state: SystemState) -> None:
         self._seen[name] = m
         self._readable_conns.discard(self._readable.pop(name, ""))
         if mb.can_receive(m):
             self._readable[name] = m.conn
             self._readable_conns.add(m.conn)
-        if mb.poll_has_work(m, metadata):
+        if mb.poll_has_work(m, state.metadata, state.log):
             self._work.add(name)
         else:
             self._work.discard(name)
+        poll_at = mb.poll_due(m)
+        if poll_at is not None:
+            if self._poll_at.get(name) != poll_at:
+                self._poll_at[name] = poll_at
+                heapq.heappush(self._poll_heap, (poll_at, name))
+        else:
+            self._poll_at.pop(name, None)
         heartbeat, stall = mb.heartbeat_deadline(m), m.stalled_until
         deadline = stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall)
         if deadline is not None:
@@ -141,42 +151,45 @@ class Scheduler:
         else:
             self._deadline.pop(name, None)
 
-    def _due(self, now: int) -> list[str]:
-        """Members with a local deadline at or before ``now``."""
+    @staticmethod
+    def _due(heap: list[tuple[int, str]], deadlines: dict[str, int], now: int) -> list[str]:
+        """Members whose entry in ``deadlines`` is at or before ``now``."""
         due: list[str] = []
-        heap = self._heap
         while heap and heap[0][0] <= now:
             deadline, name = heapq.heappop(heap)
-            if self._deadline.get(name) == deadline:
+            if deadlines.get(name) == deadline:
                 due.append(name)
         for name in due:  # still due until the member changes: put them back
-            heapq.heappush(heap, (self._deadline[name], name))
+            heapq.heappush(heap, (deadlines[name], name))
         return due
 
     def coordinator_deadline(self, state: SystemState) -> int | None:
-        group, deadline = self._group
-        if group is not state.group:
-            deadline = co.next_deadline(state.group)
-            self._group = (state.group, deadline)
+        group, home, deadline = self._group
+        if group is not state.group or home is not state.home:
+            deadline = sy.coordinator_deadline(state)
+            self._group = (state.group, state.home, deadline)
         return deadline
 
     def choose(self, state: SystemState) -> Action | None:
         self._refresh(state)
         now = state.now
-        candidates = self._due(now)
+        candidates = self._due(self._heap, self._deadline, now)
+        polls = self._due(self._poll_heap, self._poll_at, now) if self._poll_at else []
         if self._work:
             candidates.extend(self._work)
+        if polls:
+            candidates.extend(polls)
         if candidates:
             name = min(candidates)
             m = self._seen[name]
             if m.stalled_until is not None and m.stalled_until <= now:
                 return sy.MemberResumes(name)
-            if name in self._work:
+            if name in self._work or name in polls:
                 return sy.MemberPolls(name)
             return sy.HeartbeatThreadRuns(name)
         deadline = self.coordinator_deadline(state)
         if deadline is not None and deadline <= now:
-            return sy.CoordinatorTimerFires()
+            return sy.coordinator_action(state)
         network = state.network
         requests = network.requests
         readable = self._readable_conns
@@ -194,6 +207,8 @@ class Scheduler:
         deadlines = [d for d in (self.coordinator_deadline(state),) if d is not None]
         if self._deadline:
             deadlines.append(min(self._deadline.values()))
+        if self._poll_at:
+            deadlines.append(min(self._poll_at.values()))
         return min(deadlines) if deadlines else None
 
 

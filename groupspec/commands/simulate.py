@@ -5,7 +5,9 @@ the simulator's scheduling policy (``model.system_run``): scenario steps at thei
 system running deterministically in between, the seed choosing among simultaneous message
 deliveries. The trace, JSON Lines in groupspec's event format, goes to stdout (or ``--out FILE``); a
 short summary for people -- the generations, who owned what at the end, the invariants -- goes to
-stderr. Every protocol invariant (``model.invariants.protocol``) is checked along the run.
+stderr. Every protocol invariant (``model.invariants.protocol``) is checked along the run. When the
+scenario has records (producers or delivery settings), the summary also counts, per partition, the
+records produced, consumed, consumed again and skipped (``model.records``).
 
 Exit 0 when every invariant held, 1 when one did not (including the violations Kafka itself
 commits, which the summary marks as known Kafka behaviour), 2 for a scenario that cannot be run.
@@ -27,8 +29,9 @@ from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
 from groupspec.render import Document, Section, Table, Timeline, write_report
 from model import events as ev
 from model import mutants as mutant_registry
+from model import records as rec
 from model import system as sy
-from model.invariants.protocol import CHECKED, KNOWN_GAPS, WARNINGS, Monitor
+from model.invariants.protocol import KNOWN_GAPS, WARNINGS, Monitor
 from model.scenario import Scenario, ScenarioError, parse
 from model.system_run import Run, simulate
 from model.types import TopicPartition
@@ -154,10 +157,11 @@ def summary(source: str, seed: int, mutants: frozenset[str], result: Run, monito
                                          or "no member running"))
     for index, why in result.skipped:
         lines.append(f"skipped steps[{index}]: {why}")
+    lines.extend(_records_lines(result))
     failed = [v for v in monitor.violations if v.invariant not in WARNINGS]
     warnings = [v for v in monitor.violations if v.invariant in WARNINGS]
     if not failed:
-        lines.append(f"invariants: all held ({', '.join(i for i in CHECKED if i not in WARNINGS)})")
+        lines.append(f"invariants: all held ({', '.join(i for i in monitor.checked if i not in WARNINGS)})")
     else:
         lines.append(f"invariants: {len(failed)} violation(s)")
         for v in failed[:20]:
@@ -170,6 +174,37 @@ def summary(source: str, seed: int, mutants: frozenset[str], result: Run, monito
     if warnings:
         lines.append(f"warnings: {len(warnings)} zombie-overlap (allowed by Kafka; the zombie's commits are fenced)")
     return "\n".join(lines) + "\n"
+
+
+_RECORD_COLUMNS = ["partition", "produced", "consumed", "consumed again", "skipped before start", "lost", "unread"]
+
+
+def record_counts(result: Run) -> dict[TopicPartition, rec.PartitionRecords] | None:
+    """Per partition record counts, or None for a run without records."""
+    if result.config.delivery is None or result.final is None:
+        return None
+    return rec.summarize(result.events, result.final.log)
+
+
+def _record_row(label: str, pr: rec.PartitionRecords) -> list[Any]:
+    return [label, pr.produced, pr.consumed, pr.duplicated, pr.before_start, pr.lost, pr.unread]
+
+
+def _records_lines(result: Run) -> list[str]:
+    parts = record_counts(result)
+    if parts is None:
+        return []
+    total = rec.totals(parts)
+    lines = [f"records: {total.produced} produced, {total.consumed} consumed, {total.duplicated} consumed again, "
+             f"{total.skipped} skipped ({total.before_start} before the group's first position, {total.lost} lost), "
+             f"{total.unread} not read yet"]
+    for tp, pr in list(parts.items())[:24]:
+        if pr.produced or pr.consumed:
+            lines.append(f"  {tp}: {pr.produced} produced, {pr.consumed} consumed, {pr.duplicated} again, "
+                         f"{pr.before_start} before start, {pr.lost} lost, {pr.unread} unread")
+    if len(parts) > 24:
+        lines.append(f"  ... {len(parts) - 24} more partitions in the --report")
+    return lines
 
 
 # -- the report -------------------------------------------------------------------------------------
@@ -210,13 +245,16 @@ def report_data(source: str, seed: int, mutants: frozenset[str], result: Run, mo
         "scenario": source, "seed": seed, "mutants": sorted(mutants), "transitions": result.transitions,
         "events": len(result.events), "until": result.final.now if result.final else 0,
         "held": not failed,
-        "invariants": {i: not any(v.invariant == i for v in monitor.violations) for i in CHECKED},
+        "invariants": {i: not any(v.invariant == i for v in monitor.violations) for i in monitor.checked},
         "violations": [v.to_json() for v in monitor.violations],
         "generations": [{"generation": e["generation"], "time": e["timestamp"], "leader": e.get("leader"),
                          "assignor": e.get("assignor"), "assignment": e.get("assignment", {})}
                         for e in _generations(result.events)],
         "skipped_steps": [{"step": i, "why": why} for i, why in result.skipped],
         "max_rebalances_after_disturbance": monitor.max_rebalances_after_faults,
+        "records": None if (parts := record_counts(result)) is None else {
+            str(tp): dict(zip(_RECORD_COLUMNS[1:], _record_row(str(tp), pr)[1:], strict=True))
+            for tp, pr in parts.items()},
     }
 
 
@@ -238,5 +276,10 @@ def report_document(data: dict[str, Any], result: Run) -> Document:
         [[g["generation"], g["time"], g["assignor"], g["leader"],
           "; ".join(f"{m}: {ranges(TopicPartition(p['topic'], p['partition']) for p in tps)}"
                     for m, tps in sorted(g["assignment"].items()))] for g in data["generations"]])]))
+    if data["records"] is not None:
+        blocks.append(Section("Records", [Table(
+            _RECORD_COLUMNS, [[tp, *counts.values()] for tp, counts in data["records"].items()],
+            caption="Consumed again: at-least-once duplicates at handoffs. Skipped before start: below the first "
+                    "offset the group read (auto.offset.reset). Lost: holes after it.")]))
     blocks.append(Timeline("Who owned which partition when", ownership_lanes(result.events, data["until"])))
     return Document("groupspec simulate", blocks)

@@ -45,6 +45,7 @@ from model import system as sy
 from model.assignors import assign as run_assignor
 from model.assignors.sticky_claims import StickyAssignorFailure
 from model.invariants import assignment as asg
+from model.invariants import delivery as dl
 from model.member import Member, MemberState
 from model.messages import (
     NO_GENERATION,
@@ -113,6 +114,7 @@ KNOWN_GAPS = {
                             "for a moment the group counts two owners (without enable.auto.commit; the auto-commit in "
                             "onJoinPrepare is answered ILLEGAL_GENERATION and makes it lose them instead). Found by "
                             "this model; not yet reproduced on a broker",
+    **dl.KNOWN_GAPS,
 }
 
 
@@ -444,6 +446,17 @@ class Monitor:
     _reported_at: int = -1  # the disturbance a converges violation was last reported for
     _static_rejoined_generation: int = -1  # last generation a static member rejoined with no rebalance
     _generation: int = 0
+    _delivery: dl.DeliveryMonitor | None = None
+
+    def __post_init__(self) -> None:
+        d = self.config.delivery
+        if d is not None:  # records are modelled: their invariants are checked too (model.invariants.delivery)
+            self._delivery = dl.DeliveryMonitor(d.auto_offset_reset, self.config.auto_commit and d.processing == "async")
+
+    @property
+    def checked(self) -> tuple[str, ...]:
+        """The invariants this monitor checks: the protocol's, and the delivery ones for a run with records."""
+        return CHECKED + (dl.CHECKED if self._delivery is not None else ())
 
     def failed(self) -> list[Violation]:
         return [v for v in self.violations if v.invariant not in WARNINGS]
@@ -457,6 +470,11 @@ class Monitor:
         found += subscribed_only(after, events)
         found += commits_fenced(before, action, after)
         found += self._history(before, action, after, events)
+        if self._delivery is not None and events:
+            seen = len(self._delivery.findings)
+            self._delivery.observe(events, dict(after.group.offsets))
+            found += [Violation(f.invariant, f.time, f.message, (f.member,), (f.tp,), f.known_gap)
+                      for f in self._delivery.findings[seen:]]
         self.violations.extend(found)
         if events:  # ownership only changes with a callback, a shutdown or the coordinator's events
             self._state_checks(after)

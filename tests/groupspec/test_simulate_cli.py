@@ -15,7 +15,9 @@ from groupspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("scenario-*.json"))
-FAILING = {"scenario-static-zombie.json"}  # shows a violation Kafka itself commits: exit 1 by design
+# Exit 1 by design: a violation Kafka itself commits (static zombie), and one a documented client habit
+# commits (auto-commit with asynchronous processing loses records).
+FAILING = {"scenario-static-zombie.json", "scenario-delivery-async-loss.json"}
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]], str]:
@@ -105,7 +107,7 @@ def test_report_writes_three_files(capsys: pytest.CaptureFixture[str], tmp_path:
     ("{not json", "scenario.json:1: not valid JSON (column 2): Expecting property name enclosed in double quotes"),
     ({"topics": {"t": 1}, "steps": [{"at": 0, "do": "jump", "member": "a"}]},
      'scenario.json: steps[0]: unknown action "jump"; known: join, crash, restart, stall, leave, subscribe, '
-     "add_partitions"),
+     "add_partitions, produce, move_coordinator, fail_coordinator"),
     ({"topics": {"t": 1}, "steps": [{"at": 0, "do": "crash", "member": "a"}]},
      "scenario.json: steps[0].member: member a is not running here (not joined yet, crashed or left)"),
 ])

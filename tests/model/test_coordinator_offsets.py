@@ -1,12 +1,14 @@
 """OffsetCommit on a classic group: ClassicGroup.validateOffsetCommit's checks in order, what is
-stored, and the ``commit-old-generation`` mutant (Kafka 4.1.1, OffsetMetadataManager.commitOffset)."""
+stored, and the ``commit-old-generation`` mutant (Kafka 4.1.1, OffsetMetadataManager.commitOffset);
+OffsetFetch (OffsetMetadataManager.fetchOffsets): what a consumer reads back when it is assigned a
+partition."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from model.coordinator import DEAD, EMPTY, committed, member
-from model.messages import Errors, OffsetCommitResponse
+from model.messages import NO_OFFSET, Errors, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
 from model.types import TopicPartition
 from tests.model.test_coordinator_harness import SESSION, Harness, tp
 
@@ -125,3 +127,80 @@ def test_commit_old_generation_mutant_accepts_a_stale_generation_only() -> None:
     assert committed(h.group) == {tp(1): 3}
     h.commit("z#1", "zombie", 0)  # identity is still checked
     assert error(h, "z#1") is Errors.UNKNOWN_MEMBER_ID
+
+
+# --- OffsetFetch ------------------------------------------------------------------------------
+
+
+def fetch(h: Harness, conn: str, *partitions: TopicPartition) -> OffsetFetchResponse:
+    before, seq = h.group, len(h.all_events)
+    h.send(conn, OffsetFetchRequest(tuple(partitions)))
+    assert h.group == before, "OffsetFetch must not change the group"
+    assert len(h.all_events) == seq, "OffsetFetch must not emit events"
+    r = h.reply(conn)
+    assert isinstance(r, OffsetFetchResponse), r
+    return r
+
+
+def test_offset_fetch_returns_the_last_committed_offset_and_no_offset_elsewhere() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1", "b#1"])
+    h.commit("a#1", ids["a#1"], 1, offsets=((tp(0), 5), (tp(2), 7)))
+    h.commit("b#1", ids["b#1"], 1, offsets=((tp(0), 9),))
+    r = fetch(h, "b#1", tp(2), tp(1), tp(0), TopicPartition("other", 0))
+    assert r == OffsetFetchResponse(Errors.NONE, ((tp(2), 7), (tp(1), NO_OFFSET), (tp(0), 9),
+                                                  (TopicPartition("other", 0), NO_OFFSET)))
+
+
+def test_offset_fetch_on_a_group_that_never_committed_is_all_no_offset() -> None:
+    h = Harness()
+    assert fetch(h, "a#1", tp(0), tp(1)) == OffsetFetchResponse(Errors.NONE, ((tp(0), NO_OFFSET), (tp(1), NO_OFFSET)))
+
+
+def test_offset_fetch_checks_no_member_or_generation_in_any_live_state() -> None:
+    """OffsetFetch v8 names no member and no generation: anyone reads the offsets, mid-rebalance too."""
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1", "b#1"])
+    h.commit("a#1", ids["a#1"], 1, offsets=((tp(3), 11),))
+    expected = OffsetFetchResponse(Errors.NONE, ((tp(3), 11),))
+    assert fetch(h, "stranger#1", tp(3)) == expected  # Stable, not a member
+    h.join("a#1", ids["a#1"])
+    assert h.group.state.value == "PreparingRebalance"
+    assert fetch(h, "b#1", tp(3)) == expected
+    h.join("b#1", ids["b#1"])
+    assert h.group.state.value == "CompletingRebalance"
+    assert fetch(h, "b#1", tp(3)) == expected
+
+
+def test_offset_fetch_sees_a_simple_consumers_commit_on_an_empty_group() -> None:
+    h = Harness()
+    h.commit("s#1", "", -1, offsets=((TopicPartition("x", 3), 42),))
+    assert fetch(h, "s#1", TopicPartition("x", 3)) == OffsetFetchResponse(Errors.NONE, ((TopicPartition("x", 3), 42),))
+
+
+def test_offset_fetch_does_not_see_a_rejected_commit() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1"])
+    h.commit("a#1", ids["a#1"], 1, offsets=((tp(0), 5),))
+    h.commit("a#1", ids["a#1"], 0, offsets=((tp(0), 99),))  # ILLEGAL_GENERATION
+    assert fetch(h, "a#1", tp(0)).offsets == ((tp(0), 5),)
+
+
+def test_offset_fetch_does_not_count_as_a_heartbeat() -> None:
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1"])
+    deadline = member(h.group, ids["a#1"]).heartbeat_deadline  # type: ignore[union-attr]
+    h.advance(SESSION // 2)
+    fetch(h, "a#1", tp(0))
+    a = member(h.group, ids["a#1"])
+    assert a is not None and a.heartbeat_deadline == deadline
+
+
+def test_offset_fetch_on_dead_group_is_no_offset_everywhere_without_error() -> None:
+    """ClassicGroup.validateOffsetFetch throws GroupIdNotFoundException for Dead, and fetchOffsets
+    answers every partition INVALID_OFFSET (failAllPartitions), not COORDINATOR_NOT_AVAILABLE."""
+    h = Harness()
+    ids = h.stable_group(dynamic=["a#1"])
+    h.commit("a#1", ids["a#1"], 1, offsets=((tp(0), 5),))
+    h.group = replace(h.group, state=DEAD)
+    assert fetch(h, "a#1", tp(0), tp(1)) == OffsetFetchResponse(Errors.NONE, ((tp(0), NO_OFFSET), (tp(1), NO_OFFSET)))

@@ -89,14 +89,17 @@ def test_join_defaults_to_kafkas_assignor_list() -> None:
     ({"topics": {"t": 1}, "steps": [], "extra": 1}, 'extra: unknown field; expected "topics", "config", "steps", "until"'),
     (with_steps(config={"session_timeout": 1}),
      "config.session_timeout: unknown setting; known: group_id, session_timeout_ms, rebalance_timeout_ms, "
-     "heartbeat_interval_ms, initial_rebalance_delay_ms, max_poll_interval_ms, enable_auto_commit"),
+     "heartbeat_interval_ms, initial_rebalance_delay_ms, max_poll_interval_ms, enable_auto_commit, "
+     "auto_offset_reset, auto_commit_interval_ms, max_poll_records, commit, commit_on_revoke, processing, "
+     "processing_ms, brokers"),
     (with_steps(config={"heartbeat_interval_ms": 10000, "session_timeout_ms": 10000}),
      "config.heartbeat_interval_ms: must be lower than session_timeout_ms (10000 >= 10000), as the consumer "
      "requires (Heartbeat's constructor)"),
     (with_steps(config={"session_timeout_ms": "10s"}), "config.session_timeout_ms: expected an integer, got str"),
     (with_steps(config={"enable_auto_commit": "yes"}), "config.enable_auto_commit: expected true or false, got str"),
     (with_steps({"at": 0, "do": "jump", "member": "a"}),
-     'steps[0]: unknown action "jump"; known: join, crash, restart, stall, leave, subscribe, add_partitions'),
+     'steps[0]: unknown action "jump"; known: join, crash, restart, stall, leave, subscribe, add_partitions, '
+     'produce, move_coordinator, fail_coordinator'),
     (with_steps({"at": 0, "member": "a"}), 'steps[0]: missing "do"'),
     (with_steps({"do": "crash", "member": "a"}), 'steps[0]: missing "at"'),
     (with_steps({"at": -1, "do": "crash", "member": "a"}), "steps[0].at: must be at least 0, got -1"),

@@ -292,8 +292,9 @@ def test_a_rebalance_loop_that_takes_no_time_is_reported_not_run_forever(monkeyp
     from model import member as mb
     original = mb._on_join_complete
 
-    def restless(m: mb.Member, assignment: tuple[object, ...], now: int, events: list[dict[str, object]]) -> mb.Member:
-        return mb._request_rejoin(original(m, assignment, now, events), "restless")  # type: ignore[arg-type]
+    def restless(m: mb.Member, assignment: tuple[object, ...], now: int, events: list[dict[str, object]],
+                 requests: list[object]) -> mb.Member:
+        return mb._request_rejoin(original(m, assignment, now, events, requests), "restless")  # type: ignore[arg-type]
 
     monkeypatch.setattr(mb, "_on_join_complete", restless)
     with pytest.raises(RuntimeError, match="time does not advance"):

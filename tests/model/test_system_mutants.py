@@ -79,8 +79,24 @@ def small_groups(assignors: list[str]) -> Iterator[dict[str, Any]]:
             yield scenario(counts, steps, 30000)
 
 
+def handoffs_with_records() -> Iterator[dict[str, Any]]:
+    """A member joins a group that consumes a steady stream, then the first one leaves: two handoffs."""
+    for b_at in (5000, 8000, 11000):
+        steps = [{"at": 0, "do": "produce", "topic": "t", "records": 3, "every_ms": 500, "until": 30000},
+                 join(0, "a", ["t"], ["range"]), join(b_at, "b", ["t"], ["range"]),
+                 {"at": 20000, "do": "leave", "member": "a"}]
+        yield scenario({"t": 4}, steps, 30000, enable_auto_commit=False, commit="sync", commit_on_revoke=True,
+                       auto_offset_reset="latest")
+
+
 COVERED = {"coop-no-withhold", "static-rejoin-rebalances", "commit-old-generation", "range-ceil-quota",
-           "roundrobin-reset-per-topic", "stale-owned-after-sync-rebalance", "double-claim-both-keep"}
+           "roundrobin-reset-per-topic", "stale-owned-after-sync-rebalance", "double-claim-both-keep",
+           "position-ignores-committed"}
+
+
+def test_position_ignores_committed_is_caught_by_no_gap() -> None:
+    found, _ = search(handoffs_with_records(), "position-ignores-committed")
+    assert found is not None and found.invariant == "no-gap"
 
 
 def test_every_mutant_has_a_search_here() -> None:
