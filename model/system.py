@@ -582,9 +582,36 @@ def _member_leaves(state: SystemState, a: MemberLeaves, config: SystemConfig, tr
     if p is None or p.member is None:
         return None
     m, requests, events = mb.close(p.member, state.now)
-    network = _send(state.network, state.home, m, requests).close(m.conn, drop_requests=False)
+    state = _state(state, network=_send(state.network, state.home, m, requests))
+    if m.consumption is not None:
+        state, answered = _await_pending(state, m, config)
+        events = events[:-1] + answered + events[-1:]  # shutdown_complete stays last
+    network = state.network.close(m.conn, drop_requests=False)
     state = _put_process(state, a.member, _process(p, member=None, topics=m.subscription))
     return _state(state, network=network), events
+
+
+def _await_pending(state: SystemState, m: Member, config: SystemConfig) -> tuple[SystemState, tuple[Event, ...]]:
+    """``KafkaConsumer.close`` waits for the answers to what it sent (``maybeAutoCommitOffsetsSync``,
+    ``awaitPendingRequests``): the coordinator handles the closing member's queued requests in
+    order (its due timers first), and the member reads the answers, so a commit made on close is in
+    the trace. Used with records; without them the answers only matter to the group, which handles
+    the requests as before, at any later point."""
+    events: list[Event] = []
+    while True:
+        if state.home.leader is not None and coordinator_due(state):
+            result = _coordinator_timer_fires(state, CoordinatorTimerFires(), config)
+        elif state.network.head_request(m.conn) is not None:
+            result = _deliver_request(state, DeliverRequest(m.conn), config, trusted=True)
+        elif state.network.head_response(m.conn) is not None:
+            network, response = state.network.pop_response(m.conn)
+            m, _, answered = mb.receive(m, response, state.now, state.metadata, config.mutants, state.log)
+            result = _state(state, network=network), answered
+        else:
+            return state, tuple(events)
+        assert result is not None
+        state, emitted = result
+        events.extend(emitted)
 
 
 def _member_stalls(state: SystemState, a: MemberStalls, config: SystemConfig, trusted: bool = False) -> Result:
@@ -658,9 +685,13 @@ def _coordinator_moves(state: SystemState, a: CoordinatorMoves, config: SystemCo
 def _coordinator_fails(state: SystemState, a: CoordinatorFails, config: SystemConfig, trusted: bool = False) -> Result:
     if state.home.leader is None or a.for_ms <= 0 or config.brokers < 2:
         return None
-    # The dead broker answers nothing: its clients see the connection fail, and treat it as this.
+    # The dead broker answers nothing: every request its clients had sent it, queued or parked in the
+    # group, fails when the connection breaks (a DisconnectException), which the client treats as
+    # these errors do: markCoordinatorUnknown, and retry (a parked JoinGroup rejoins).
     network = _answer_queued(state.network, Errors.COORDINATOR_NOT_AVAILABLE)
-    group = co.unload(state.group, state.now, config.coordinator)[0]  # its parked requests die with it
+    group, replies, _ = co.unload(state.group, state.now, config.coordinator)
+    for reply in replies:
+        network = network.send_response(reply.conn, reply.response)
     home = CoordinatorHome(state.home.partition, None, state.home.last, state.now + a.for_ms)
     return _state(state, group=group, network=network, home=home), ()
 

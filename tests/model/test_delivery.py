@@ -179,3 +179,24 @@ def test_a_scenario_without_records_models_group_membership_only() -> None:
     assert parse(scenario({"t": 1}, [join(0, "a", ["t"], RANGE)], 1000)).config.delivery is None
     produced = parse(scenario({"t": 1}, [{"at": 0, "do": "produce", "topic": "t", "records": 1}], 1000))
     assert produced.config.delivery is not None and produced.config.delivery.auto_offset_reset == "latest"
+
+
+@pytest.mark.parametrize("kind", [{"do": "move_coordinator"}, {"do": "fail_coordinator", "for_ms": 2500}],
+                         ids=["move", "fail"])
+@pytest.mark.parametrize("assignors", [RANGE, COOP], ids=["eager", "cooperative"])
+def test_a_failover_at_any_point_of_a_rebalance_ends_in_one_stable_group(kind: dict[str, Any],
+                                                                         assignors: list[str]) -> None:
+    """Whatever the coordinator was doing -- JoinGroups parked, a SyncGroup awaited, commits in flight --
+    its members find the new one, rejoin if they must, and the group settles with every partition owned
+    once (a parked JoinGroup answered by the broker's death must not leave its member waiting)."""
+    for at in range(9000, 16000, 700):
+        steps = [stream(every_ms=700, records=2, until=40000), join(0, "a", ["t"], assignors),
+                 join(0, "b", ["t"], assignors),
+                 *sorted([join(10000, "c", ["t"], assignors), {"at": at, **kind}], key=lambda s: int(s["at"]))]
+        out = run_doc(scenario({"t": 6}, steps, 40000, auto_offset_reset="earliest"))
+        assert out.failed() == [], at
+        members = sy.running(out.final)
+        assert {m.generation.generation_id for m in members} == {out.final.group.generation}, at
+        owned = [tp for m in members for tp in m.owned]
+        assert sorted(owned) == sorted(set(owned)) and len(owned) == 6, at
+        assert counts(out).skipped == 0, at
