@@ -3,9 +3,11 @@
 Every obligation (``model.proofs.core.Obligation``) lives next to the function that discharges it,
 in the module of its subject: ``assignors`` (the four assignors' algorithms), ``certificate`` (the
 stickiness oracle), ``protocol`` (the classic protocol's safety invariants, by induction over the
-symbolic transition system), ``bmc`` (bounded checks: convergence, static rejoin, timeouts) and
-``replay`` (the tie between the symbolic model and the executable one). This module only collects
-them, in report order, and holds the assumptions, one line each.
+symbolic transition system), ``delivery`` (what consumers read and commit: no-gap,
+committed-not-ahead, monotonic-consumption and commit-owned-only for positions, by induction per
+partition, with its own tie to the executable model), ``bmc`` (bounded checks: convergence, static
+rejoin, timeouts) and ``replay`` (the tie between the symbolic model and the executable one).
+This module only collects them, in report order, and holds the assumptions, one line each.
 
 Mutants (``model.mutants``): each obligation names the mutants it is run on. A mutant is *refuted*
 when at least one of them fails on it with a concrete counterexample replayed through the
@@ -50,9 +52,27 @@ ASSUMPTIONS: dict[str, Assumption] = {
         Assumption("no-racks",
                    "no consumer and no partition has a rack (KIP-881 rack-aware assignment is not covered)"),
         Assumption("no-commits",
-                   "the executable consumers consume no records; their only OffsetCommits are the auto-commits "
-                   "before a rebalance and on close (model.member), so commit-owned-only is proved for what "
-                   "the coordinator accepts, and consume-owned-only / no-gap are not protocol obligations here"),
+                   "the protocol proofs' consumers carry no record state (model.member without a delivery "
+                   "configuration: their only OffsetCommits are the auto-commits before a rebalance and on close, "
+                   "with a stand-in offset), so protocol-commit-fencing is proved for what the coordinator "
+                   "accepts, whatever the offsets; positions, polls, processing, OffsetFetch and the offsets "
+                   "committed are modelled (model.consumption) and proved per partition by the delivery-* "
+                   "obligations (model.proofs.delivery)"),
+        Assumption("delivery-one-log",
+                   "each partition is one log that starts at offset 0 and only grows: one leader, no retention, "
+                   "deletion, compaction or truncation (no unclean leader election), no transactions (no control "
+                   "records, no pending transactional offsets), no seek() or assign(), committed offsets never "
+                   "expire or are deleted; an OffsetFetch is answered from the offsets stored when it is handled"),
+        Assumption("delivery-settings",
+                   "every consumer of the group has the same delivery settings (enable.auto.commit, commit "
+                   "policy, auto.offset.reset, max.poll.records, processing); the at-least-once proofs leave out "
+                   "enable.auto.commit with async processing, where Kafka documents that records can be lost "
+                   "(shown reachable in delivery-committed-not-ahead)"),
+        Assumption("delivery-ownership-free",
+                   "the delivery proofs take ownership as the protocol gives it, at any moment: a partition may be "
+                   "assigned, revoked or lost and a consumer may stop at any time, and the coordinator may store "
+                   "any in-flight commit, in any order, whatever its generation; they do not rely on single-owner "
+                   "or on generation fencing (protocol-commit-fencing proves that separately)"),
         Assumption("static-restart-in-time",
                    "a restarting static member rejoins before its session timeout expires, and nothing else "
                    "happens to the group meanwhile"),
@@ -64,10 +84,10 @@ ASSUMPTIONS: dict[str, Assumption] = {
 
 
 def _collect() -> tuple[Obligation, ...]:
-    from model.proofs import assignors, bmc, certificate, protocol, replay
+    from model.proofs import assignors, bmc, certificate, delivery, protocol, replay
 
-    return (*assignors.OBLIGATIONS, certificate.stickiness_optimum, *protocol.OBLIGATIONS, *bmc.OBLIGATIONS,
-            *replay.OBLIGATIONS)
+    return (*assignors.OBLIGATIONS, certificate.stickiness_optimum, *protocol.OBLIGATIONS, *delivery.OBLIGATIONS,
+            *bmc.OBLIGATIONS, *replay.OBLIGATIONS)
 
 
 OBLIGATIONS: tuple[Obligation, ...] = _collect()

@@ -7,8 +7,8 @@ import pytest
 import z3
 
 from model.mutants import MUTANTS
+from model.proofs import delivery, protocol
 from model.proofs import obligations as reg
-from model.proofs import protocol
 from model.proofs import protocol_model as pm
 from model.proofs.core import RunConfig
 from model.proofs.protocol_invariants import INVARIANTS
@@ -61,6 +61,12 @@ def test_protocol_induction_fails_exactly_where_each_mutant_changes_the_model() 
     prover = Prover()
     broken = protocol._induction(prover, protocol.REVOKE_BEFORE_ASSIGN, frozenset({"coop-no-withhold"}))
     assert broken == ["coordinator-sync"]
+
+
+def test_delivery_induction_fails_exactly_where_the_mutant_changes_the_model() -> None:
+    assert delivery._induction(Prover(), frozenset()) == []
+    broken = delivery._induction(Prover(), frozenset({"position-ignores-committed"}))
+    assert broken == ["fetch-received"]
 
 
 def test_no_two_owners_alone_is_not_inductive() -> None:
