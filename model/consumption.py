@@ -43,8 +43,9 @@ and on ``close()``. Without it the application commits: after each poll (``commi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from model.system_evolve import replace
 from model.types import TopicPartition
 
 Offsets = tuple[tuple[TopicPartition, int], ...]  # sorted by partition
@@ -102,11 +103,22 @@ def start(config: DeliveryConfig, now: int) -> Consumption:
     return Consumption(auto_commit_due=now + config.auto_commit_interval_ms)
 
 
+_ENDS: tuple[Log, dict[TopicPartition, int]] = ((), {})
+
+
+def log_ends(log: Log) -> dict[TopicPartition, int]:
+    """``log`` as a dict, remembered for the last log seen (a run asks about the same log value
+    once per member between two productions). Do not modify the result."""
+    global _ENDS
+    cached, ends = _ENDS
+    if cached is not log:
+        ends = dict(log)
+        _ENDS = (log, ends)
+    return ends
+
+
 def log_end(log: Log, tp: TopicPartition) -> int:
-    for t, end in log:
-        if t == tp:
-            return end
-    return 0
+    return log_ends(log).get(tp, 0)
 
 
 # -- positions -------------------------------------------------------------------------------------
@@ -168,13 +180,15 @@ Polled = tuple[tuple[TopicPartition, int, int], ...]  # (partition, first offset
 
 
 def records_available(c: Consumption, log: Log) -> bool:
-    ends = dict(log)
+    if not c.positions:
+        return False
+    ends = log_ends(log)
     return any(ends.get(tp, 0) > pos for tp, pos in c.positions)
 
 
 def poll_records(c: Consumption, log: Log, config: DeliveryConfig, now: int) -> tuple[Consumption, Polled]:
     """One poll's records: up to ``max.poll.records``, partitions in rotating order."""
-    ends = dict(log)
+    ends = log_ends(log)
     n = len(c.positions)
     budget = config.max_poll_records
     moved: dict[TopicPartition, int] = {}

@@ -101,7 +101,9 @@ class Scheduler:
         if state.processes is self._processes and state.metadata is self._metadata and state.log is self._log:
             return
         before, processes = self._processes, state.processes
-        full = state.metadata is not self._metadata or state.log is not self._log
+        full = state.metadata is not self._metadata
+        if state.log is not self._log and not full:
+            self._records_arrived(state)  # only record work depends on the log
         self._processes, self._metadata, self._log = processes, state.metadata, state.log
         if not full and isinstance(before, tuple) and len(before) == len(processes):
             # The usual case: one process replaced. States share their unchanged entries, so the
@@ -117,6 +119,12 @@ class Scheduler:
                 self._forget(name)
             elif full or self._seen.get(name) is not p.member:
                 self._compute(name, p.member, state)
+
+    def _records_arrived(self, state: SystemState) -> None:
+        """The log grew: members with records to read now have poll work."""
+        for name, m in self._seen.items():
+            if name not in self._work and m.consumption is not None and mb.poll_has_work(m, state.metadata, state.log):
+                self._work.add(name)
 
     def _forget(self, name: str) -> None:
         self._seen.pop(name, None)
