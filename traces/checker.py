@@ -76,6 +76,7 @@ from model.invariants.catalogue import CATALOGUE
 from traces.coordinator_checks import CoordinatorChecks, _text
 from traces.delivery import DeliveryChecks
 from traces.readers import JSONL_FORMATS
+from traces.readers.jsonl import parser_keys
 from traces.schema import (
     BAD_FIELD,
     TP,
@@ -101,7 +102,11 @@ from traces.state import (
     RevokeRecord,
 )
 
-NO_POSITION = object()  # the fast path's default for a partition with no position yet
+# The keys the hot path (Checker.run) looks up, as the parser's own str objects: see parser_keys.
+(K_NAME, K_MEMBER, K_GENERATION, K_GROUP, K_MEMBER_ID, K_PARTITIONS, K_TOPIC, K_PARTITION, K_MIN_OFFSET,
+ K_MAX_OFFSET, K_SUCCESS, K_OFFSETS, K_OFFSET, K_ERROR) = parser_keys(
+    "name", "member", "generation", "group", "member_id", "partitions", "topic", "partition", "minOffset",
+    "maxOffset", "success", "offsets", "offset", "error")
 
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
@@ -156,13 +161,19 @@ class Checker(CoordinatorChecks, DeliveryChecks):
 
         ``records_consumed`` and ``offsets_committed`` are most of any trace; their common case
         (a known member of a callback trace, same file, generation, group and member id as its
-        last event) is inlined here and does only dictionary and set look-ups. Anything unusual
-        goes to the same handlers as every other event.
+        last event) is inlined here and does only dictionary look-ups: one per partition entry in
+        the member's :attr:`~traces.state.Member.fast` index, with keys that are the parser's own
+        ``str`` objects (:func:`~traces.readers.jsonl.parser_keys`). Anything unusual goes to the
+        same handlers as every other event, so both paths judge an event the same way.
         """
         dispatch = self._dispatch
+        # the keys as locals: in the loop a local is the cheapest name there is
+        k_name, k_member, k_generation, k_group, k_member_id = K_NAME, K_MEMBER, K_GENERATION, K_GROUP, K_MEMBER_ID
+        k_partitions, k_topic, k_partition, k_min_offset, k_max_offset = (
+            K_PARTITIONS, K_TOPIC, K_PARTITION, K_MIN_OFFSET, K_MAX_OFFSET)
+        k_success, k_offsets, k_offset, k_error = K_SUCCESS, K_OFFSETS, K_OFFSET, K_ERROR
         consumed_name = ev_names.RECORDS_CONSUMED
         committed_name = ev_names.OFFSETS_COMMITTED
-        fast_names = (consumed_name, committed_name)
         members_get = self.members.get
         default_member = [s.member for s in self.sources]
         sources = self.sources
@@ -176,42 +187,48 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             n += 1
             if first is None:
                 first = ts
-            name = ev["name"]
+            name = ev[k_name]
             try:
-                if name not in fast_names:
+                if name == consumed_name:
+                    poll = True
+                elif name == committed_name:
+                    poll = False
+                else:
                     dispatch[name](ts, src, line, ev)
                     continue
-                # `key in ev and ev[key]` rather than ev.get(key): a subscript is a fraction of a method call
-                m = members_get(("member" in ev and ev["member"]) or default_member[src])
+                m = members_get(ev.get(k_member) or default_member[src])
+                # `ev.get(key, known) != known`: a field that is absent or unchanged passes; one method call
+                # measured cheaper than `key in ev and ev[key] != known` when the field is there (member_id
+                # usually is not: there `in` is cheaper)
                 if m is None or src != m.last_src or not m.jsonl \
-                        or ("generation" in ev and ev["generation"] != m.generation) \
-                        or ("group" in ev and ev["group"] != m.group) \
-                        or ("member_id" in ev and ev["member_id"] != m.member_id):
+                        or ev.get(k_generation, m.generation) != m.generation \
+                        or ev.get(k_group, m.group) != m.group \
+                        or (k_member_id in ev and ev[k_member_id] != m.member_id):
                     dispatch[name](ts, src, line, ev)
                     continue
                 m.last_ts = ts
                 m.events += 1
-                owned = m.owned
-                position = m.position
-                if name == consumed_name:
-                    contested = m.contested
-                    for p in ev["partitions"]:
-                        tp = (p["topic"], p["partition"])
+                # Member.fast holds a Slot for each partition m owns uncontested with a known position:
+                # one look-up answers "owned?", "contested?" and "where was it?" together. An entry
+                # that misses it takes the general path (_consume_owned / _commit_owned / unowned).
+                fast = m.fast
+                if poll:
+                    for p in ev[k_partitions]:
+                        tp = (p[k_topic], p[k_partition])
                         checked += 1
-                        if tp in owned:
-                            low = p.get("minOffset")
-                            # the common case: the poll starts where the last one ended (monotonic-consumption);
-                            # NO_POSITION never equals an offset, nor a missing one (None)
-                            if low != position.get(tp, NO_POSITION):
-                                self._consumption(m, tp, p, low, ts, src, line)  # first poll, gap, or no offsets
+                        slot = fast.get(tp)
+                        if slot is not None:
+                            low = p.get(k_min_offset)
+                            if low == slot.pos:  # the common case: the poll starts where the last one ended
+                                slot.pos = p[k_max_offset] + 1
                             else:
-                                position[tp] = p["maxOffset"] + 1
-                            if contested and tp in contested:
-                                self._zombie_activity(m, tp, ts, src, line, "consumed")
+                                self._consumption(m, tp, p, low, ts, src, line)  # a gap, or no offsets
+                        elif tp in m.owned:
+                            self._consume_owned(m, tp, p, ts, src, line)  # first poll, or contested
                         else:
                             self._unowned(m, tp, ts, src, line, "consumed")
                     continue
-                if "success" in ev and ev["success"] is False:
+                if ev.get(k_success) is False:
                     dispatch[name](ts, src, line, ev)  # remembered: a failed commit explains duplicates
                     continue
                 commits += 1
@@ -220,19 +237,19 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 if gen is not None and gs.max_gen is not None and gs.max_gen > gen >= 0:
                     self._stale_commit(m, gs, gen, ev, ts, src, line)
                 committed = gs.committed
-                contested = m.contested
-                for o in ev["offsets"]:
-                    tp = (o["topic"], o["partition"])
-                    offset = o.get("offset")
-                    if "error" in o and o["error"]:
+                for o in ev[k_offsets]:
+                    tp = (o[k_topic], o[k_partition])
+                    offset = o.get(k_offset)
+                    if k_error in o and o[k_error]:
                         continue
-                    if tp in owned:
+                    slot = fast.get(tp)
+                    if slot is not None:
                         commit_checked += 1
-                        pos = position.get(tp)
-                        if offset != pos:  # committed-not-ahead: the common commit is the position itself
-                            self._commit_position(m, tp, offset, pos, ts, src, line)
-                        if contested and tp in contested:
-                            self._zombie_activity(m, tp, ts, src, line, "committed")
+                        if offset != slot.pos:  # committed-not-ahead: the common commit is the position itself
+                            self._commit_position(m, tp, offset, slot.pos, ts, src, line)
+                    elif tp in m.owned:
+                        commit_checked += 1
+                        self._commit_owned(m, tp, offset, ts, src, line)
                     else:
                         self._commit_unowned(m, tp, offset, ts, src, line)
                     if type(offset) is int and offset >= 0:
@@ -373,6 +390,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         m.fresh.clear()
         m.contested.clear()
         m.position.clear()
+        m.fast.clear()
         m.handoff_src.clear()
         m.dup_pending.clear()
         m.failed_commits.clear()
@@ -401,6 +419,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         for tp in sorted(m.owned):
             self._release(m, gs, tp, ts, src, line, kind, m.generation)
         m.owned.clear()
+        m.fast.clear()
         m.fresh.clear()
         m.rejected = None
         m.ended = True
@@ -457,6 +476,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                     ov = Overlap(tp, h, m, ts, src, where, gen, coop)
                     self.pending.setdefault((h.key, tp), []).append(ov)
                     h.contested.add(tp)
+                    h.fast.pop(tp, None)  # contested: every entry of it takes the general path
                 holders.append(m)
             else:
                 self.opportunities["single-owner"] += 1
@@ -578,6 +598,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     def _release(self, m: Member, gs: GroupState, tp: TP, ts: int, src: int, line: int, kind: str,
                  gen: int | None) -> None:
         m.owned.discard(tp)
+        m.fast.pop(tp, None)
         m.fresh.discard(tp)
         m.contested.discard(tp)
         holders = gs.holders.get(tp)
@@ -664,15 +685,19 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             if tp in owned:
                 self.opportunities["consume-owned-only"] += 1
                 self.opportunities["monotonic-consumption"] += 1
-                low = p.get("minOffset")
-                if low is None or low != m.position.get(tp):
-                    self._consumption(m, tp, p, low, ts, src, line)
-                else:
-                    m.position[tp] = p["maxOffset"] + 1
-                if m.contested and tp in m.contested:
-                    self._zombie_activity(m, tp, ts, src, line, "consumed")
+                self._consume_owned(m, tp, p, ts, src, line)
             else:
                 self._unowned(m, tp, ts, src, line, "consumed")
+
+    def _consume_owned(self, m: Member, tp: TP, p: dict[str, Any], ts: int, src: int, line: int) -> None:
+        """One ``records_consumed`` entry of a partition ``m`` owns: move its position, or judge the poll."""
+        low = p.get("minOffset")
+        if low is None or low != m.position_of(tp):
+            self._consumption(m, tp, p, low, ts, src, line)  # first poll, gap, or no offsets
+        else:
+            m.set_position(tp, p["maxOffset"] + 1)
+        if m.contested and tp in m.contested:
+            self._zombie_activity(m, tp, ts, src, line, "consumed")
 
     def _record_data(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         offset = int_field(ev, "offset")
@@ -719,21 +744,25 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             if tp in m.owned:
                 self.opportunities["commit-owned-only"] += 1
                 self.opportunities["committed-not-ahead"] += 1
-                pos = m.position.get(tp)
-                if offset != pos:
-                    self._commit_position(m, tp, offset, pos, ts, src, line)
-                if m.contested and tp in m.contested:
-                    self._zombie_activity(m, tp, ts, src, line, "committed")
+                self._commit_owned(m, tp, offset, ts, src, line)
             else:
                 self._commit_unowned(m, tp, offset, ts, src, line)
             if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
                 gs.committed[tp] = offset
 
+    def _commit_owned(self, m: Member, tp: TP, offset: Any, ts: int, src: int, line: int) -> None:
+        """One ``offsets_committed`` entry of a partition ``m`` owns (committed-not-ahead; a zombie's commit)."""
+        pos = m.position_of(tp)
+        if offset != pos:  # committed-not-ahead: the common commit is the position itself
+            self._commit_position(m, tp, offset, pos, ts, src, line)
+        if m.contested and tp in m.contested:
+            self._zombie_activity(m, tp, ts, src, line, "committed")
+
     def _commit_unowned(self, m: Member, tp: TP, offset: Any, ts: int, src: int, line: int) -> None:
         if not m.known:
             self.unverified += 1
             return
-        pos = m.position.get(tp)
+        pos = m.position_of(tp)
         if pos is not None and type(offset) is int and offset <= pos:
             return  # a late commit callback for what it consumed while it owned the partition
         self._unowned(m, tp, ts, src, line, "committed")
@@ -819,7 +848,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         size += sum(len(ovs) for ovs in self.pending.values())
         size += len(self.dup_by_partition) + len(self.handoff_examples)
         for m in self.members.values():
-            size += len(m.owned) + len(m.fresh) + len(m.contested) + len(m.position) + len(m.gen_by_src)
+            size += len(m.owned) + len(m.fresh) + len(m.contested) + len(m.position) + len(m.fast) + len(m.gen_by_src)
             size += len(m.handoff_src) + len(m.dup_pending) + len(m.failed_commits)
             size += len(m.prepare_revoked) + sum(len(v) for v in m.complete_revoked.values())
         for gs in self.groups.values():

@@ -145,21 +145,21 @@ class DeliveryChecks:
             if low is not None or high is not None:
                 raise BadField(f"minOffset / maxOffset of {tp_label(tp)} are not integers")
             m.fresh.discard(tp)
-            m.position[tp] = UNKNOWN_POSITION
+            m.set_position(tp, UNKNOWN_POSITION)
             return
         if high < low:
             raise BadField(f"maxOffset {high} of {tp_label(tp)} is below minOffset {low}")
         if tp in m.fresh:
             self._first_consumption(m, tp, low, ts, src, line)
         else:
-            pos = m.position.get(tp)
+            pos = m.position_of(tp)
             if pos is not None and pos != UNKNOWN_POSITION:
                 if m.record_data and high < pos:
                     # VerifiableConsumer --verbose prints each record (record_data), then the poll's
                     # summary (records_consumed): the summary repeats what was already counted.
                     return
                 self._monotonic(m, tp, pos, low, high, ts, src, line)
-        m.position[tp] = high + 1
+        m.set_position(tp, high + 1)
 
     def _monotonic(self, m: Member, tp: TP, pos: int, low: int, high: int, ts: int, src: int, line: int) -> None:
         if low < pos:
@@ -211,7 +211,7 @@ class DeliveryChecks:
 
     def _handoff_assigned(self, m: Member, gs: GroupState, tp: TP, holders: list[Member] | None) -> None:
         """``m`` is assigned ``tp``: remember where it came from; its old position no longer counts."""
-        m.position.pop(tp, None)
+        m.drop_position(tp)
         m.failed_commits.pop(tp, None)
         source: Release | Member | None = None
         if holders:
@@ -233,7 +233,7 @@ class DeliveryChecks:
                        committed: int | None, ts: int, where: str) -> None:
         if isinstance(source, Member):
             previous, kind, release_where = source.key, "held", f"{source.key} (still owning it)"
-            prev_pos = source.position.get(tp)
+            prev_pos = source.position_of(tp)
             failed, auto, interval = source.failed_commits.get(tp), source.auto_commit, source.auto_commit_interval_ms
         else:
             previous, kind, release_where = source.member, source.kind, source.where
@@ -273,7 +273,7 @@ class DeliveryChecks:
             self._record_handoff(handoff)
 
     def _close_handoff(self, m: Member, tp: TP, h: Handoff) -> None:
-        pos = m.position.get(tp)
+        pos = m.position_of(tp)
         if pos is not None and pos != UNKNOWN_POSITION:
             h.duplicates = max(0, min(pos, h.previous_position) - h.start)
         self._record_handoff(h)

@@ -83,7 +83,7 @@ class Member:
                  "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
                  "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs",
                  "handoff_src", "dup_pending", "failed_commits", "auto_offset_reset", "auto_commit",
-                 "auto_commit_interval_ms", "record_data", "rejected")
+                 "auto_commit_interval_ms", "record_data", "rejected", "fast")
 
     def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
         self.key = key
@@ -100,8 +100,14 @@ class Member:
         self.contested: set[TP] = set()  # owned partitions someone else was assigned meanwhile
         # per partition, the offset after the last one consumed (what Kafka calls the position); kept after
         # the partition is let go (a late commit callback is judged by it), dropped when it is assigned again.
-        # UNKNOWN_POSITION when the member consumed without saying which offsets.
-        self.position: dict[TP, int] = {}
+        # UNKNOWN_POSITION when the member consumed without saying which offsets. Read it with position_of,
+        # write it with set_position.
+        self.position: dict[TP, Slot] = {}
+        # the hot path's index (Checker.run): the slots of the partitions the member owns, nobody else was
+        # assigned meanwhile (not contested) and it has a position for -- exactly what a records_consumed or
+        # offsets_committed entry needs to be judged with one dictionary look-up. The same Slot objects as in
+        # position, so updating one updates both.
+        self.fast: dict[TP, Slot] = {}
         # delivery (traces.delivery): where each newly assigned partition came from, the handoffs whose
         # duplicates are still being counted, the last failed commit per partition, the offset configuration
         self.handoff_src: dict[TP, Release | Member] = {}
@@ -129,6 +135,38 @@ class Member:
         self.events = 0
         self.jsonl = jsonl
 
+    def position_of(self, tp: TP) -> int | None:
+        """The member's position in ``tp``, None if it has none."""
+        slot = self.position.get(tp)
+        return None if slot is None else slot.pos
+
+    def set_position(self, tp: TP, pos: int) -> None:
+        """Move the member's position in ``tp``, keeping :attr:`fast` the index it promises to be."""
+        slot = self.position.get(tp)
+        if slot is None:
+            slot = self.position[tp] = Slot(pos)
+        else:
+            slot.pos = pos
+        if tp in self.owned and tp not in self.contested:
+            self.fast[tp] = slot
+
+    def drop_position(self, tp: TP) -> None:
+        self.position.pop(tp, None)
+        self.fast.pop(tp, None)
+
+
+class Slot:
+    """One member's position in one partition, as a mutable cell.
+
+    A cell rather than a plain ``int`` in :attr:`Member.position` so that :attr:`Member.fast` can
+    share it: the hot path finds the slot once and moves ``pos`` without hashing the partition again.
+    """
+
+    __slots__ = ("pos",)
+
+    def __init__(self, pos: int) -> None:
+        self.pos = pos
+
 
 UNKNOWN_POSITION = 1 << 62  # a position the trace did not give (records_consumed without maxOffset)
 
@@ -141,7 +179,7 @@ class Release:
 
     def __init__(self, m: Member, tp: TP, kind: str, ts: int, where: str) -> None:
         self.member = m.key
-        self.position = m.position.get(tp)
+        self.position = m.position_of(tp)
         self.kind = kind  # revoked / lost / shutdown / killed / eof
         self.ts = ts
         self.where = where

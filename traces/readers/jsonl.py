@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from model import events as ev
 from traces.readers.logtime import parse_datetime_text
 from traces.schema import (
     BAD_TIMESTAMP,
@@ -53,6 +54,26 @@ except ImportError:  # pragma: no cover - orjson is the fast path, json the fall
     loads = json.loads
 
 FORMATS = ("groupspec", "verifiable-consumer", "kafkatest")
+
+
+def parser_keys(*names: str) -> tuple[str, ...]:
+    """The ``str`` objects the parser puts in the dicts it builds for these object keys.
+
+    orjson keeps one ``str`` object per distinct key it has seen (its key cache) and puts that very
+    object in every dict it builds. A dict compares a key by identity before it compares characters,
+    so looking a key up with the parser's own object skips a string comparison; the hot paths (the
+    reader below, ``Checker.run``) look up about twenty keys per event. Only a shortcut: should the
+    cache drop a key, or json be the parser, the look-up still finds it by its characters.
+    """
+    import json
+
+    return tuple(loads(json.dumps(dict.fromkeys(names, 0)).encode()))
+
+
+K_NAME, K_TIMESTAMP = parser_keys("name", "timestamp")
+# The two names of most events (one per poll, one per commit), compared before the set look-up:
+# comparing two strings is cheaper than hashing the fresh one the parser made.
+COMMON_NAMES = (ev.RECORDS_CONSUMED, ev.OFFSETS_COMMITTED)
 
 
 def classify_bad_line(raw: bytes) -> str | None:
@@ -96,15 +117,17 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     (reading ahead in batches measured slower).
     """
     names = EVENT_NAMES
+    consumed, committed = COMMON_NAMES
+    parse, k_name, k_timestamp, int_type = loads, K_NAME, K_TIMESTAMP, int  # locals: the loop's cheapest names
     src = source.index
     n = 0
     dropped = 0  # blank and bad lines
     with open_lines(source.path) as lines:
         for n, raw in enumerate(lines, 1):  # noqa: B007 -- n is read after the loop
             try:
-                obj = loads(raw)
-                name = obj["name"]  # a subscript, not obj.get: the common case pays for no method call
-                if name not in names:
+                obj = parse(raw)
+                name = obj[k_name]  # a subscript, not obj.get: the common case pays for no method call
+                if name != consumed and name != committed and name not in names:
                     dropped += 1
                     stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
                     continue
@@ -121,8 +144,8 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                 else:
                     stats.skip(source, n, NOT_AN_OBJECT, preview(raw))
                 continue
-            ts = obj.get("timestamp")
-            if type(ts) is not int:
+            ts = obj.get(k_timestamp)
+            if type(ts) is not int_type:
                 ts = event_timestamp(obj, source.naive_offset_ms)
                 if ts is None:
                     dropped += 1
