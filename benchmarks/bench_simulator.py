@@ -6,7 +6,11 @@ Run: ``python -m benchmarks simulator`` (about a minute: the peer runs in real t
 **What is measured.** ``model.system_run.simulate`` runs a 20-member group through ten minutes of
 simulated time with churn (every 15 s one member leaves and joins again 5 s later), once with the
 eager ``range`` assignor and once with ``cooperative-sticky``, without the invariant monitor (the
-mining corpus is generated that way; ``groupspec simulate`` adds the monitor). Reported: trace events
+mining corpus is generated that way; ``groupspec simulate`` adds the monitor). Twice each: group
+membership only, and with records (``model.consumption``): producers append 5 records to every
+partition every 200 ms and every member auto-commits, so the trace holds VerifiableConsumer's
+``records_consumed`` per poll and an ``offsets_committed`` per commit, as a corpus mined for
+delivery violations would. Reported: trace events
 per CPU second (``time.process_time``, best of ``--repeat``; events are everything the trace holds,
 member and coordinator events alike), transitions per second, and how many simulated seconds one
 CPU second covers.
@@ -42,20 +46,27 @@ from model.system_run import Run, simulate
 CALLBACKS = ("partitions_assigned", "partitions_revoked", "partitions_lost")
 
 
-def churn_scenario(members: int, assignor: str, until_ms: int) -> Scenario:
-    """``members`` consumers on two topics; every 15 s one leaves and rejoins 5 s later."""
+def churn_scenario(members: int, assignor: str, until_ms: int, records: bool = False) -> Scenario:
+    """``members`` consumers on two topics; every 15 s one leaves and rejoins 5 s later. With
+    ``records``, 5 records to every partition every 200 ms, consumed from the earliest offset."""
     def join(at: int, name: str) -> dict[str, Any]:
         return {"at": at, "do": "join", "member": name, "assignors": [assignor], "topics": ["orders", "audit"]}
-    steps = [join(0, f"m{i:02d}") for i in range(members)]
+    steps: list[dict[str, Any]] = []
+    if records:
+        steps += [{"at": 0, "do": "produce", "topic": topic, "records": 5, "every_ms": 200, "until": until_ms}
+                  for topic in ("orders", "audit")]
+    steps += [join(0, f"m{i:02d}") for i in range(members)]
     t, k = 20000, 0
     while t < until_ms - 30000:
         name = f"m{k % members:02d}"
         steps += [{"at": t, "do": "leave", "member": name}, join(t + 5000, name)]
         t, k = t + 15000, k + 1
-    return parse({"topics": {"orders": 3 * members, "audit": members},
-                  "config": {"session_timeout_ms": 10000, "max_poll_interval_ms": 30000,
-                             "heartbeat_interval_ms": 3000, "initial_rebalance_delay_ms": 0},
-                  "steps": steps, "until": until_ms})
+    config: dict[str, Any] = {"session_timeout_ms": 10000, "max_poll_interval_ms": 30000,
+                              "heartbeat_interval_ms": 3000, "initial_rebalance_delay_ms": 0}
+    if records:
+        config["auto_offset_reset"] = "earliest"
+    return parse({"topics": {"orders": 3 * members, "audit": members}, "config": config, "steps": steps,
+                  "until": until_ms})
 
 
 def peer_scenario() -> dict[str, Any]:
@@ -81,10 +92,11 @@ def best_of(repeat: int, fn: Callable[[], Run]) -> tuple[Run, float, float]:
     return result, cpu, wall
 
 
-def measure_model(members: int, assignor: str, until_ms: int, repeat: int) -> dict[str, Any]:
-    scenario = churn_scenario(members, assignor, until_ms)
+def measure_model(members: int, assignor: str, until_ms: int, repeat: int, records: bool = False) -> dict[str, Any]:
+    scenario = churn_scenario(members, assignor, until_ms, records)
     run, cpu, wall = best_of(repeat, lambda: simulate(scenario, seed=1))
-    return {"members": members, "assignor": assignor, "simulated_s": until_ms / 1000, "events": len(run.events),
+    return {"workload": "records" if records else "group only", "members": members, "assignor": assignor,
+            "simulated_s": until_ms / 1000, "events": len(run.events),
             "transitions": run.transitions, "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
             "events_per_s": round(len(run.events) / cpu), "transitions_per_s": round(run.transitions / cpu),
             "simulated_s_per_cpu_s": round(until_ms / 1000 / cpu, 1)}
@@ -159,11 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("reports/bench"), help="where simulator.json goes")
     args = parser.parse_args(argv)
     until = 120_000 if args.quick else 600_000
-    rows = [measure_model(20, assignor, until, args.repeat) for assignor in ("range", "cooperative-sticky")]
-    print(f"{'assignor':<20}{'members':>8}{'sim s':>7}{'events':>9}{'transitions':>12}{'cpu s':>8}"
+    rows = [measure_model(20, assignor, until, args.repeat, records)
+            for records in (False, True) for assignor in ("range", "cooperative-sticky")]
+    print(f"{'workload':<12}{'assignor':<20}{'members':>8}{'sim s':>7}{'events':>9}{'transitions':>12}{'cpu s':>8}"
           f"{'events/s':>10}{'trans/s':>9}{'sim s/cpu s':>12}")
     for r in rows:
-        print(f"{r['assignor']:<20}{r['members']:>8}{r['simulated_s']:>7.0f}{r['events']:>9}{r['transitions']:>12}"
+        print(f"{r['workload']:<12}{r['assignor']:<20}{r['members']:>8}{r['simulated_s']:>7.0f}{r['events']:>9}"
+              f"{r['transitions']:>12}"
               f"{r['cpu_s']:>8.2f}{r['events_per_s']:>10}{r['transitions_per_s']:>9}{r['simulated_s_per_cpu_s']:>12}")
     peer: dict[str, Any] | None = None
     if not args.no_peer:

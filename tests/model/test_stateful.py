@@ -2,8 +2,10 @@
 
 A hypothesis state machine drives model/system.py: its rules are the system's own actions (chosen
 among the enabled ones) and the faults (start, crash, restart, clean leave, stall, subscription
-change, added partitions) on a pool of three members and two topics. After every rule the invariant
-monitor must have found nothing but warnings and violations the model knows Kafka itself commits
+change, added partitions, records produced, the coordinator moving or failing) on a pool of three
+members and two topics, with or without records (and then with one of the commit habits of
+``model.consumption``). After every rule the invariant monitor -- the delivery invariants too, with
+records -- must have found nothing but warnings and violations the model knows Kafka itself commits
 (``known_kafka_gap``). At the end the faults stop, the system runs on by itself, and the group must
 settle within the protocol's bound (``converges``).
 """
@@ -18,11 +20,20 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from model import coordinator as co
 from model import system as sy
+from model.consumption import DeliveryConfig
 from model.invariants.protocol import Monitor, convergence_horizon, settled
 
 MEMBERS = ("a", "b", "c")
 TOPICS = ("t", "u")
 ASSIGNOR_LISTS = (("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",), ("cooperative-sticky", "range"))
+# (enable.auto.commit, records): none, and the commit habits that matter to a handoff.
+DELIVERY = (
+    (True, None),
+    (True, DeliveryConfig(auto_offset_reset="earliest", auto_commit_interval_ms=2000, max_poll_records=3)),
+    (False, DeliveryConfig(auto_offset_reset="earliest", commit="sync", commit_on_revoke=True)),
+    (False, DeliveryConfig(auto_offset_reset="latest", commit="async", processing="async", processing_ms=1500)),
+    (False, DeliveryConfig(auto_offset_reset="earliest", commit="none")),
+)
 
 
 class GroupMachine(RuleBasedStateMachine):
@@ -34,13 +45,16 @@ class GroupMachine(RuleBasedStateMachine):
         self.assignors: tuple[str, ...] = ("range",)
 
     @initialize(assignors=st.sampled_from(ASSIGNOR_LISTS), delay=st.sampled_from([0, 3000]),
-                auto_commit=st.booleans())
-    def setup(self, assignors: tuple[str, ...], delay: int, auto_commit: bool) -> None:
+                auto_commit=st.booleans(), delivery=st.sampled_from(DELIVERY))
+    def setup(self, assignors: tuple[str, ...], delay: int, auto_commit: bool,
+              delivery: tuple[bool, DeliveryConfig | None]) -> None:
         self.assignors = assignors
+        records = delivery[1]
         self.config = sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=delay),
                                       session_timeout_ms=10000, heartbeat_interval_ms=3000,
                                       rebalance_timeout_ms=20000, max_poll_interval_ms=20000,
-                                      auto_commit=auto_commit)
+                                      auto_commit=auto_commit if records is None else delivery[0],
+                                      delivery=records)
         self.state = sy.initial_state(self.config, [("t", 4), ("u", 2)])
         self.monitor = Monitor(self.config)
 
@@ -119,6 +133,18 @@ class GroupMachine(RuleBasedStateMachine):
         count = dict(self.state.metadata).get(topic, 0)
         if count < 8:
             self.take(sy.PartitionsAdded(topic, count + more))
+
+    @rule(topic=st.sampled_from(TOPICS), count=st.integers(min_value=1, max_value=7))
+    def produce(self, topic: str, count: int) -> None:
+        self.take(sy.RecordsProduced(topic, count))
+
+    @rule()
+    def coordinator_moves(self) -> None:
+        self.take(sy.CoordinatorMoves())
+
+    @rule(for_ms=st.sampled_from([200, 4000, 15000]))
+    def coordinator_fails(self, for_ms: int) -> None:
+        self.take(sy.CoordinatorFails(for_ms))
 
     @invariant()
     def only_warnings_and_known_kafka_gaps(self) -> None:
