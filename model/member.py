@@ -113,6 +113,7 @@ from model.messages import (
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupMember,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
@@ -141,6 +142,11 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 3000
 DEFAULT_MAX_POLL_INTERVAL_MS = 300000
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")  # partition.assignment.strategy default
 DEFAULT_RETRY_BACKOFF_MS = 100  # retry.backoff.ms
+# The model's messages take no time. The one loop in which a real consumer does nothing but exchange
+# JoinGroup / SyncGroup with the coordinator -- rejoining at once because the assignment it got does
+# not match its subscription, and getting the same one again -- would then never let time pass; the
+# model gives each such rejoin the time its two round trips take on a real network.
+REJOIN_ROUND_TRIP_MS = 10
 STICKY = "sticky"  # the one assignor that keeps its own memory in userData (StickyAssignor)
 
 
@@ -273,6 +279,7 @@ class Member:
     coordinator_node: int | None = 0  # the broker the member sends group requests to; None: unknown
     finding_coordinator: bool = False  # a FindCoordinator is in flight
     lookup_after: int = 0  # retry.backoff.ms after a failed lookup
+    rejoin_not_before: int | None = None  # a rejoin after a mismatched assignment: see REJOIN_ROUND_TRIP_MS
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -385,8 +392,8 @@ def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
         return False  # the lookup waits for its time (poll_due); group work for the coordinator
     if m.join is JoinFuture.SUCCEEDED or m.join is JoinFuture.FAILED:
         return True
-    if m.join is not JoinFuture.NONE:
-        return False  # waiting for the coordinator
+    if m.join is not JoinFuture.NONE or m.rejoin_not_before is not None:
+        return False  # waiting for the coordinator, or for the rejoin's time (poll_due)
     return _rejoin_needed_or_pending(m, metadata)[1]
 
 
@@ -405,6 +412,8 @@ def poll_due(m: Member) -> int | None:
     times: list[int] = []
     if m.coordinator_node is None and not m.finding_coordinator:
         times.append(m.lookup_after)
+    if m.rejoin_not_before is not None:
+        times.append(m.rejoin_not_before)
     c = m.consumption
     if c is not None:
         if m.config.auto_commit and _in_group(m):
@@ -434,7 +443,11 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
     events: list[Event] = []
     if m.coordinator_node is None:  # coordinatorUnknownAndUnreadyAsync: look it up, no group work
         m = _lookup_coordinator(m, now, requests)
+    elif m.rejoin_not_before is not None and now < m.rejoin_not_before and m.join is JoinFuture.NONE:
+        pass  # the rejoin after a mismatched assignment is on its way (REJOIN_ROUND_TRIP_MS)
     else:
+        if m.rejoin_not_before is not None:
+            m = _with(m, rejoin_not_before=None)
         out = _join_group_if_needed(m, now, metadata, requests, events)
         if not isinstance(out, Member):
             return out  # poll() threw
@@ -467,6 +480,8 @@ def _join_group_if_needed(m: Member, now: int, metadata: Metadata, requests: lis
                 break  # retriable: back off, retry at the next poll
         if m.join is not JoinFuture.NONE:
             break  # a request is in flight
+        if m.rejoin_not_before is not None:
+            break  # the rejoin after a mismatched assignment waits for its round trip (REJOIN_ROUND_TRIP_MS)
         m, needed = _rejoin_needed_or_pending(m, metadata)
         if not needed:
             break
@@ -637,15 +652,16 @@ def _on_join_prepare(m: Member, now: int, events: list[Event], requests: list[Re
 def _subscription_metadata(m: Member, assignor: str) -> ConsumerProtocolSubscription:
     """``ConsumerCoordinator.metadata``: one protocol per configured assignor.
 
-    Owned partitions and generation are ConsumerProtocolSubscription v1/v2 fields, read by
-    cooperative-sticky. The eager StickyAssignor ignores them and reads its own userData (the
-    partitions of its last assignment and that generation, kept across revocations); the model's
-    sticky assignor reads the same two fields, so for it they carry that memory instead.
+    Owned partitions and generation are ConsumerProtocolSubscription v1/v2 fields, sent for every
+    assignor and read by cooperative-sticky. The eager StickyAssignor reads its own userData
+    instead (the partitions of its last assignment and that generation, kept across revocations).
+    All of it is in the bytes the coordinator compares when a member rejoins (``matches``).
     """
+    user_data = None
     if assignor == STICKY:
-        owned, generation = m.sticky_memory if m.sticky_memory is not None else ((), NO_GENERATION_ID)
-        return ConsumerProtocolSubscription(m.subscription, owned, generation)
-    return ConsumerProtocolSubscription(m.subscription, tuple(sorted(m.owned)), m.generation.generation_id)
+        user_data = m.sticky_memory if m.sticky_memory is not None else ((), NO_GENERATION_ID)
+    return ConsumerProtocolSubscription(m.subscription, tuple(sorted(m.owned)), m.generation.generation_id,
+                                        user_data=user_data)
 
 
 def _send_join_group(m: Member, requests: list[Request]) -> Member:
@@ -668,7 +684,8 @@ def _on_join_complete(m: Member, assignment: tuple[TopicPartition, ...], now: in
     assigned = frozenset(assignment)
     subscribed = set(m.subscription)
     if any(tp.topic not in subscribed for tp in assigned):
-        return _request_rejoin(m, "received assignment does not match the current subscription")
+        m = _request_rejoin(m, "received assignment does not match the current subscription")
+        return _with(m, rejoin_not_before=now + REJOIN_ROUND_TRIP_MS)
     added = assigned - m.owned
     if m.config.protocol is RebalanceProtocol.COOPERATIVE:
         revoked = m.owned - assigned
@@ -842,14 +859,22 @@ def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata:
     return _fail_join(m, error), (), ()  # REBALANCE_IN_PROGRESS retries; FENCED_INSTANCE_ID etc. are fatal
 
 
+def subscription_of(jm: JoinGroupMember) -> Subscription:
+    """What the leader's assignor reads of a member: its subscription, and the one (owned,
+    generation) pair the model's assignors take (``model.types.Subscription``) -- the v1/v2 fields,
+    or, for the sticky assignor, its userData."""
+    meta = jm.metadata
+    owned, generation = (meta.owned, meta.generation) if meta.user_data is None else meta.user_data
+    return Subscription(member_id=jm.member_id, topics=meta.topics, owned=owned, generation=generation,
+                        instance_id=jm.instance_id, rack=meta.rack)
+
+
 def _on_leader_elected(m: Member, r: JoinGroupResponse, metadata: Metadata,
                        mutants: frozenset[str]) -> tuple[Member, tuple[tuple[str, tuple[TopicPartition, ...]], ...]]:
     """``ConsumerCoordinator.onLeaderElected``: run the selected assignor on the member list."""
     protocol = r.protocol_name
     assert protocol is not None
-    subscriptions = [Subscription(member_id=jm.member_id, topics=jm.metadata.topics, owned=jm.metadata.owned,
-                                  generation=jm.metadata.generation, instance_id=jm.instance_id,
-                                  rack=jm.metadata.rack) for jm in r.members]
+    subscriptions = [subscription_of(jm) for jm in r.members]
     group_topics = frozenset(t for s in subscriptions for t in s.topics) | frozenset(m.subscription)
     m = _with(m, is_leader=True, assignment_snapshot=_snapshot(metadata, tuple(group_topics)))
     if r.skip_assignment:  # KIP-814: a static leader rejoining a Stable group keeps what it has

@@ -46,6 +46,9 @@ class ConsumerProtocolSubscription:
     owned: tuple[TopicPartition, ...] = ()
     generation: int = NO_GENERATION
     rack: str | None = None
+    # The StickyAssignor's userData: the partitions of its last assignment and that generation
+    # (StickyAssignor.subscriptionUserData); None for the other assignors.
+    user_data: tuple[tuple[TopicPartition, ...], int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

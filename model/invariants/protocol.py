@@ -57,7 +57,7 @@ from model.messages import (
     SyncGroupResponse,
 )
 from model.system import Action, SystemState
-from model.types import RebalanceProtocol, Subscription, TopicPartition
+from model.types import RebalanceProtocol, TopicPartition
 
 Event = dict[str, Any]
 
@@ -651,8 +651,7 @@ class Monitor:
         if not isinstance(r, JoinGroupResponse) or r.error is not Errors.NONE or r.leader != r.member_id \
                 or r.skip_assignment or r.protocol_name is None:
             return []
-        subscriptions = [Subscription(jm.member_id, jm.metadata.topics, jm.metadata.owned, jm.metadata.generation,
-                                      jm.instance_id, jm.metadata.rack) for jm in r.members]
+        subscriptions = [mb.subscription_of(jm) for jm in r.members]
         problem = asg.AssignmentProblem.of(dict(before.metadata), subscriptions)
         try:
             result = run_assignor(r.protocol_name, problem.partitions_per_topic, subscriptions,

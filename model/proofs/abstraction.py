@@ -212,14 +212,20 @@ def claims_in(protocols: tuple[tuple[str, Any], ...]) -> tuple[TopicPartition, .
     for name, meta in protocols:
         if name == COOPERATIVE_STICKY:
             return tuple(meta.owned)
-    return tuple(protocols[0][1].owned) if protocols else ()
+    if not protocols:
+        return ()
+    meta = protocols[0][1]
+    return tuple(meta.owned if meta.user_data is None else meta.user_data[0])
 
 
 def claim_gen_in(protocols: tuple[tuple[str, Any], ...]) -> int:
     for name, meta in protocols:
         if name == COOPERATIVE_STICKY:
             return int(meta.generation)
-    return int(protocols[0][1].generation) if protocols else NO_GENERATION
+    if not protocols:
+        return NO_GENERATION
+    meta = protocols[0][1]
+    return int(meta.generation if meta.user_data is None else meta.user_data[1])
 
 
 # -- the valuation ---------------------------------------------------------------------------------

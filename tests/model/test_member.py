@@ -218,8 +218,10 @@ def test_an_assignment_outside_the_subscription_is_not_applied_and_the_member_re
     m, _, _ = joined(m)
     m, _, _ = mb.receive(m, SyncGroupResponse(Errors.NONE, (tp(0), tp(0, "other"))), 10, META)
     m, requests, events = mb.poll(m, 10, META)
-    assert events == ()  # no callback at all
+    assert events == () and requests == ()  # no callback at all; the rejoin takes its round trip
     assert m.owned == {tp(0), tp(1)}
+    assert mb.poll_due(m) == 10 + mb.REJOIN_ROUND_TRIP_MS and not mb.poll_has_work(m, META)
+    m, requests, events = mb.poll(m, 10 + mb.REJOIN_ROUND_TRIP_MS, META)
     assert isinstance(requests[-1], JoinGroupRequest)
 
 
@@ -401,7 +403,10 @@ def test_eager_sticky_claims_its_last_assignment_from_memory_even_after_revoking
     m, requests, _ = mb.poll(m, 10, META)
     assert m.owned == frozenset()
     claim = requests[-1].protocols[0][1]
-    assert claim.owned == (tp(0), tp(1)) and claim.generation == 3
+    assert claim.user_data == ((tp(0), tp(1)), 3)  # StickyAssignor's userData: its memory
+    assert claim.owned == () and claim.generation == m.generation.generation_id  # the v1/v2 fields: the truth
+    jm = JoinGroupMember("a-1", None, claim)
+    assert mb.subscription_of(jm).owned == (tp(0), tp(1)) and mb.subscription_of(jm).generation == 3
 
 
 def test_events_carry_the_members_context() -> None:

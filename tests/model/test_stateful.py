@@ -24,6 +24,7 @@ from model.consumption import DeliveryConfig
 from model.invariants.protocol import Monitor, convergence_horizon, settled
 
 MEMBERS = ("a", "b", "c")
+MAX_STEPS_PER_INSTANT = 5000  # far more than any rebalance of three members needs: a livelock, not work
 TOPICS = ("t", "u")
 ASSIGNOR_LISTS = (("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",), ("cooperative-sticky", "range"))
 # (enable.auto.commit, records): none, and the commit habits that matter to a handoff.
@@ -43,6 +44,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.state = sy.initial_state(self.config)
         self.monitor = Monitor(self.config)
         self.assignors: tuple[str, ...] = ("range",)
+        self.at_instant = 0  # transitions taken since the clock last moved
 
     @initialize(assignors=st.sampled_from(ASSIGNOR_LISTS), delay=st.sampled_from([0, 3000]),
                 auto_commit=st.booleans(), delivery=st.sampled_from(DELIVERY))
@@ -63,6 +65,8 @@ class GroupMachine(RuleBasedStateMachine):
         if result is None:
             return False
         after, events = result
+        self.at_instant = self.at_instant + 1 if after.now == self.state.now else 0
+        assert self.at_instant < MAX_STEPS_PER_INSTANT, f"time does not advance at {after.now} ms ({action})"
         self.monitor.observe(self.state, action, after, events)
         self.state = after
         return True
