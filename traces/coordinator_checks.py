@@ -245,6 +245,10 @@ class CoordinatorChecks:
             gs.static_watch = None
         elif detail == "member-assignment":
             self._kip848_assignment(gs, ev, ts, src, line)
+        elif detail in ("loaded", "unloaded"):
+            # The coordinator moved (model.coordinator_load): its members reconnect and may rejoin,
+            # like after a membership change, so converges counts from here.
+            gs.change_pending = True
         if state == "Empty" and detail is None:
             gs.analytics.coordinator_done(ts, "Empty", gen)
             gs.change_pending = True

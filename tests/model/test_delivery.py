@@ -194,7 +194,7 @@ def test_a_failover_at_any_point_of_a_rebalance_ends_in_one_stable_group(kind: d
                  join(0, "b", ["t"], assignors),
                  *sorted([join(10000, "c", ["t"], assignors), {"at": at, **kind}], key=lambda s: int(s["at"]))]
         out = run_doc(scenario({"t": 6}, steps, 40000, auto_offset_reset="earliest"))
-        assert out.failed() == [], at
+        assert agree(out) == set(), at  # the checker counts a load as a disturbance too
         members = sy.running(out.final)
         assert {m.generation.generation_id for m in members} == {out.final.group.generation}, at
         owned = [tp for m in members for tp in m.owned]
