@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from model import coordinator as co
+from model import records as rec
 from model import system as sy
 from model.consumption import DeliveryConfig
 from model.invariants.protocol import Monitor, convergence_horizon, settled
@@ -45,6 +46,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.monitor = Monitor(self.config)
         self.assignors: tuple[str, ...] = ("range",)
         self.at_instant = 0  # transitions taken since the clock last moved
+        self.events: list[dict[str, Any]] = []
 
     @initialize(assignors=st.sampled_from(ASSIGNOR_LISTS), delay=st.sampled_from([0, 3000]),
                 auto_commit=st.booleans(), delivery=st.sampled_from(DELIVERY))
@@ -68,6 +70,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.at_instant = self.at_instant + 1 if after.now == self.state.now else 0
         assert self.at_instant < MAX_STEPS_PER_INSTANT, f"time does not advance at {after.now} ms ({action})"
         self.monitor.observe(self.state, action, after, events)
+        self.events.extend(events)
         self.state = after
         return True
 
@@ -167,6 +170,12 @@ class GroupMachine(RuleBasedStateMachine):
         unexpected = [v for v in self.monitor.failed() if v.known_kafka_gap is None]
         assert not unexpected, "\n".join(f"{v.invariant} at {v.time}: {v.message}" for v in unexpected)
         assert settled(self.state) or self.monitor.settled_since_disturbance
+        d = self.config.delivery
+        if d is not None and d.auto_offset_reset == "earliest" and not (self.config.auto_commit and d.processing == "async"):
+            # At least once, end to end: whatever happened, no record below what the group read or
+            # committed went unprocessed.
+            lost = {str(tp): pr.lost for tp, pr in rec.summarize(self.events, self.state.log).items() if pr.lost}
+            assert not lost, f"records lost: {lost}"
 
 
 TestGroupMachine = GroupMachine.TestCase
