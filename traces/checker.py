@@ -410,7 +410,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     def _shutdown(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         m = self._member(src, ev)
         self._context(m, ts, src, line, ev)
-        self._end_incarnation(m, "shutdown", ts, src, line)
+        # groupspec's model says when a process crashed (reason "crash"): its position was lost, as a
+        # killed process's is, though the trace ends cleanly
+        self._end_incarnation(m, "crashed" if ev.get("reason") == "crash" else "shutdown", ts, src, line)
         m.shutdown = True
         m.known = True
 
@@ -642,7 +644,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         window_end = max(ov.start, t_end)
         zombie = self._zombie_reason(ov, kind, t_end)
         self.opportunities["zombie-overlap"] += 1
-        ended = {"revoked": "revoked it", "lost": "lost it", "shutdown": "shut down",
+        ended = {"revoked": "revoked it", "lost": "lost it", "shutdown": "shut down", "crashed": "crashed",
                  "killed": "was restarted", "eof": "still owned it when its trace ended"}[kind]
         evidence = [ov.new_where, where]
         if ov.cooperative and kind == "revoked" and gen is not None and gen == ov.new_gen:

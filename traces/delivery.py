@@ -70,8 +70,8 @@ RESET_POLICIES = frozenset({"earliest", "latest", "none"})
 
 # Why records were consumed twice at a handoff, worst first.
 CAUSES = {
-    "crash": "the previous owner's process ended without shutdown_complete (killed, crashed): the position it "
-             "had not committed was lost",
+    "crash": "the previous owner's process died (killed or crashed: no shutdown_complete, or one with reason "
+             "crash): the position it had not committed was lost",
     "zombie": "the previous owner still held the partition or reported it lost (its session expired, or it "
               "stalled past max.poll.interval.ms) and had not committed its position",
     "commit-failed": "the previous owner's last commit of the partition failed",
@@ -244,7 +244,7 @@ class DeliveryChecks:
             return
         cause = detail = ""
         if prev_pos > low:
-            if kind in ("killed", "eof"):
+            if kind in ("killed", "eof", "crashed"):
                 cause = "crash"
             elif kind in ("held", "lost"):
                 cause = "zombie"
