@@ -558,16 +558,18 @@ class Monitor:
                 if b is not None and b.generation.generation_id == NO_GENERATION and b.owned:
                     out.append(Violation(GENERATION_MONOTONIC, e["timestamp"], f"{member} reset its generation "
                                          "but revoked (rather than lost) what it owned", (member,)))
+        if isinstance(action, sy.FAULTS):
+            # Another fault -- a leave or a coordinator move may make the coordinator rebalance in this
+            # very transition -- and the static-rejoin promise no longer applies.
+            self._static.clear()
         if any(e["name"] == ev.COORDINATOR_REBALANCE for e in events):
             for member, check in list(self._static.items()):
                 self._static.pop(member)
                 out.append(Violation(STATIC_REJOIN, after.now, f"static member {member} restarted at "
                                      f"{check.since} ms and the group rebalanced before it got its assignment "
                                      "back", (member,), tuple(sorted(check.expected))))
-        if isinstance(action, sy.FAULTS):
-            self._static.clear()  # another fault: the static-rejoin promise no longer applies
-            if isinstance(action, sy.MemberRestarts):
-                self._arm_static(before, action.member)
+        if isinstance(action, sy.MemberRestarts):
+            self._arm_static(before, action.member)
         return out
 
     # -- generation-monotonic: a rejected generation is dropped ---------------------------------------
