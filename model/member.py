@@ -386,7 +386,7 @@ def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
         return True
     c = m.consumption
     if c is not None and (cs.records_available(c, log) or (
-            _in_group(m) and c.fetch_in_flight is None and cs.awaiting_position(c, m.owned))):
+            _in_group(m) and c.fetch_in_flight is None and cs.position_missing(c, m.owned))):
         return True
     if m.coordinator_node is None:
         return False  # the lookup waits for its time (poll_due); group work for the coordinator
@@ -520,7 +520,8 @@ def _poll_records(m: Member, now: int, log: Log, requests: list[Request], events
             m = _send_commit(m, cs.all_consumed(c), True, now, requests, events)
             c = m.consumption
             assert c is not None
-        pending = cs.awaiting_position(c, m.owned)
+        # position_missing first: the usual answer is "none missing", without building the tuple
+        pending = cs.awaiting_position(c, m.owned) if cs.position_missing(c, m.owned) else ()
         if pending and c.fetch_in_flight is None:
             requests.append(OffsetFetchRequest(pending))
             c = cs.fetch_sent(c, pending)
