@@ -125,16 +125,14 @@ def log_end(log: Log, tp: TopicPartition) -> int:
 
 
 def awaiting_position(c: Consumption, owned: frozenset[TopicPartition]) -> tuple[TopicPartition, ...]:
-    """Owned partitions with no position and no OffsetFetch asking for them (INITIALIZING)."""
+    """Owned partitions with no position (INITIALIZING), sorted: what the next OffsetFetch asks for."""
     have = {tp for tp, _ in c.positions}
-    asked = set(c.fetch_in_flight or ())
-    return tuple(sorted(tp for tp in owned if tp not in have and tp not in asked))
+    return tuple(sorted(tp for tp in owned if tp not in have))
 
 
 def position_missing(c: Consumption, owned: frozenset[TopicPartition]) -> bool:
-    """Is some owned partition without a position? With no OffsetFetch in flight this is
-    ``bool(awaiting_position(c, owned))``, asked for on every poll and every scheduler refresh,
-    so it is answered with one set operation instead of building the sorted tuple."""
+    """``bool(awaiting_position(c, owned))``, asked for on every poll and every scheduler refresh,
+    so answered with one set operation instead of building the sorted tuple."""
     return bool(owned) and not owned.issubset([tp for tp, _ in c.positions])
 
 

@@ -235,12 +235,11 @@ def member_config(name: str, assignors: tuple[str, ...] = DEFAULT_ASSIGNORS, **s
 
 @dataclass(frozen=True, slots=True)
 class PendingCommit:
-    """An OffsetCommit in flight: the generation it was sent with (``sentGeneration``), what it
-    commits, and whether enable.auto.commit sent it."""
+    """An OffsetCommit in flight: the generation it was sent with (``sentGeneration``) and what it
+    commits."""
 
     generation: Generation
     offsets: tuple[tuple[TopicPartition, int], ...]
-    auto: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,9 +519,8 @@ def _poll_records(m: Member, now: int, log: Log, requests: list[Request], events
             m = _send_commit(m, cs.all_consumed(c), True, now, requests, events)
             c = m.consumption
             assert c is not None
-        # position_missing first: the usual answer is "none missing", without building the tuple
-        pending = cs.awaiting_position(c, m.owned) if cs.position_missing(c, m.owned) else ()
-        if pending and c.fetch_in_flight is None:
+        if c.fetch_in_flight is None and cs.position_missing(c, m.owned):
+            pending = cs.awaiting_position(c, m.owned)
             requests.append(OffsetFetchRequest(pending))
             c = cs.fetch_sent(c, pending)
     c, polled = cs.poll_records(c, log, d, now)
@@ -561,13 +559,13 @@ def _send_commit(m: Member, offsets: tuple[tuple[TopicPartition, int], ...], aut
         return m
     requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
                                         offsets))
-    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, offsets, auto),))
+    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, offsets),))
 
 
 def _offsets_committed(m: Member, sent: Generation, offsets: tuple[tuple[TopicPartition, int], ...],
                        partition_errors: dict[TopicPartition, Errors] | None, error: str | None, now: int) -> Event:
     """VerifiableConsumer's ``offsets_committed`` (``success``, ``error``), with the generation and
-    member id the commit was sent with, and ``auto`` for enable.auto.commit's own commits."""
+    member id the commit was sent with."""
     items: list[dict[str, Any]] = []
     for tp, offset in offsets:
         item: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition, "offset": offset}
@@ -602,13 +600,9 @@ def _commit_owned(m: Member, now: int, requests: list[Request], events: list[Eve
     locally otherwise). Without records a position is a stand-in: the time."""
     if not m.config.auto_commit or not m.owned:
         return m
-    if m.consumption is not None:
-        return _send_commit(m, cs.all_consumed(m.consumption), True, now, requests, events)
-    if m.state is not MemberState.STABLE or m.coordinator_node is None:
-        return m
-    requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
-                                        tuple((tp, now) for tp in sorted(m.owned))))
-    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, ()),))
+    offsets = cs.all_consumed(m.consumption) if m.consumption is not None else \
+        tuple((tp, now) for tp in sorted(m.owned))
+    return _send_commit(m, offsets, True, now, requests, events)
 
 
 def _own(m: Member, owned: frozenset[TopicPartition]) -> Member:
