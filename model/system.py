@@ -470,8 +470,7 @@ def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig
         return _state(state, network=network.send_response(a.conn, answer)), ()
     group, replies, events = co.receive(state.group, a.conn, request, state.now, config.coordinator,
                                         config.mutants)
-    for reply in replies:
-        network = network.send_response(reply.conn, reply.response)
+    network = _reply(network, replies)
     return _state(state, group=group, network=network), events
 
 
@@ -514,9 +513,7 @@ def _coordinator_timer_fires(state: SystemState, a: CoordinatorTimerFires, confi
     if state.home.leader is None or not coordinator_due(state):
         return None
     group, replies, events = co.expire(state.group, state.now, config.coordinator, config.mutants)
-    network = state.network
-    for reply in replies:
-        network = network.send_response(reply.conn, reply.response)
+    network = _reply(state.network, replies)
     return _state(state, group=group, network=network), events
 
 
@@ -647,37 +644,33 @@ def _records_produced(state: SystemState, a: RecordsProduced, config: SystemConf
     return _state(state, log=tuple(sorted(log.items()))), ()
 
 
-def _unload(state: SystemState, config: SystemConfig) -> tuple[SystemState, tuple[Event, ...]]:
-    """The old coordinator gives the group up: parked requests and every group request still
-    queued for it are answered NOT_COORDINATOR (``GroupMetadataManager.onUnloaded``; the broker's
-    request handlers for the rest)."""
-    group, replies, events = co.unload(state.group, state.now, config.coordinator)
-    network = _answer_queued(state.network, Errors.NOT_COORDINATOR)
+def _reply(network: Network, replies: tuple[co.Reply, ...]) -> Network:
+    """Queue the coordinator's replies, each on the connection its request came from."""
     for reply in replies:
         network = network.send_response(reply.conn, reply.response)
-    return _state(state, group=group, network=network), events
+    return network
 
 
-def _answer_queued(network: Network, error: Errors) -> Network:
-    """Group requests still queued for a coordinator that went away get ``error`` (FindCoordinator
-    goes to any broker and stays queued)."""
-    return network.answer_queued(
+def _unload(state: SystemState, config: SystemConfig, error: Errors) -> tuple[SystemState, tuple[Event, ...]]:
+    """The old coordinator gives the group up (``GroupMetadataManager.onUnloaded``): every group
+    request still queued for it gets ``error`` from the broker (FindCoordinator goes to any broker
+    and stays queued), then its parked requests are answered NOT_COORDINATOR."""
+    group, replies, events = co.unload(state.group, state.now, config.coordinator)
+    network = state.network.answer_queued(
         lambda r: None if isinstance(r, FindCoordinatorRequest) else co.error_response(r, error))
+    return _state(state, group=group, network=_reply(network, replies)), events
 
 
 def _load(state: SystemState, leader: int, config: SystemConfig) -> tuple[SystemState, tuple[Event, ...]]:
     group, replies, events = co.load_with_events(state.group, state.now, config.coordinator, config.mutants)
-    network = state.network
-    for reply in replies:
-        network = network.send_response(reply.conn, reply.response)
     home = CoordinatorHome(state.home.partition, leader, leader)
-    return _state(state, group=group, network=network, home=home), events
+    return _state(state, group=group, network=_reply(state.network, replies), home=home), events
 
 
 def _coordinator_moves(state: SystemState, a: CoordinatorMoves, config: SystemConfig, trusted: bool = False) -> Result:
     if state.home.leader is None or config.brokers < 2:
         return None
-    state, unloaded = _unload(state, config)
+    state, unloaded = _unload(state, config, Errors.NOT_COORDINATOR)
     state, loaded = _load(state, (state.home.last + 1) % config.brokers, config)
     return state, unloaded + loaded
 
@@ -685,15 +678,12 @@ def _coordinator_moves(state: SystemState, a: CoordinatorMoves, config: SystemCo
 def _coordinator_fails(state: SystemState, a: CoordinatorFails, config: SystemConfig, trusted: bool = False) -> Result:
     if state.home.leader is None or a.for_ms <= 0 or config.brokers < 2:
         return None
-    # The dead broker answers nothing: every request its clients had sent it, queued or parked in the
-    # group, fails when the connection breaks (a DisconnectException), which the client treats as
-    # these errors do: markCoordinatorUnknown, and retry (a parked JoinGroup rejoins).
-    network = _answer_queued(state.network, Errors.COORDINATOR_NOT_AVAILABLE)
-    group, replies, _ = co.unload(state.group, state.now, config.coordinator)
-    for reply in replies:
-        network = network.send_response(reply.conn, reply.response)
+    # The dead broker answers nothing and logs nothing: every request its clients had sent it,
+    # queued or parked in the group, fails when the connection breaks (a DisconnectException), which
+    # the client treats as these errors: markCoordinatorUnknown, and retry (a parked JoinGroup rejoins).
+    state, _ = _unload(state, config, Errors.COORDINATOR_NOT_AVAILABLE)
     home = CoordinatorHome(state.home.partition, None, state.home.last, state.now + a.for_ms)
-    return _state(state, group=group, network=network, home=home), ()
+    return _state(state, home=home), ()
 
 
 def _coordinator_elected(state: SystemState, a: CoordinatorElected, config: SystemConfig, trusted: bool = False) -> Result:
