@@ -70,6 +70,34 @@ def choose(state: SystemState, rng: random.Random) -> Action | None:
     return deliveries[rng.randrange(len(deliveries))] if len(deliveries) > 1 else deliveries[0]
 
 
+class _Timers:
+    """Each member's next deadline of one kind, and a heap to find the due ones fast (stale heap
+    entries are skipped lazily)."""
+
+    def __init__(self) -> None:
+        self.at: dict[str, int] = {}
+        self._heap: list[tuple[int, str]] = []  # (deadline, name)
+
+    def set(self, name: str, deadline: int | None) -> None:
+        if deadline is None:
+            self.at.pop(name, None)
+        elif self.at.get(name) != deadline:
+            self.at[name] = deadline
+            heapq.heappush(self._heap, (deadline, name))
+
+    def due(self, now: int) -> list[str]:
+        """The members whose deadline is at or before ``now``."""
+        due: list[str] = []
+        heap, at = self._heap, self.at
+        while heap and heap[0][0] <= now:
+            deadline, name = heapq.heappop(heap)
+            if at.get(name) == deadline:
+                due.append(name)
+        for name in due:  # still due until the member changes: put them back
+            heapq.heappush(heap, (at[name], name))
+        return due
+
+
 class Scheduler:
     """:func:`choose`, computed incrementally.
 
@@ -89,10 +117,8 @@ class Scheduler:
         self._log: object = None
         self._seen: dict[str, mb.Member] = {}  # the member value each entry below was computed from
         self._work: set[str] = set()  # members whose poll() has something to do
-        self._deadline: dict[str, int] = {}  # each member's next local deadline (heartbeat thread, resume)
-        self._heap: list[tuple[int, str]] = []  # (deadline, name), stale entries skipped lazily
-        self._poll_at: dict[str, int] = {}  # each member's next timed poll work (model.member.poll_due)
-        self._poll_heap: list[tuple[int, str]] = []
+        self._local = _Timers()  # each member's next heartbeat-thread step or end of a stall
+        self._polls = _Timers()  # each member's next poll work that waits for a time (model.member.poll_due)
         self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
         self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, object, int | None] = (None, None, None)
@@ -129,8 +155,8 @@ class Scheduler:
     def _forget(self, name: str) -> None:
         self._seen.pop(name, None)
         self._work.discard(name)
-        self._deadline.pop(name, None)
-        self._poll_at.pop(name, None)
+        self._local.set(name, None)
+        self._polls.set(name, None)
         self._readable_conns.discard(self._readable.pop(name, ""))
 
     def _compute(self, name: str, m: mb.Member, state: SystemState) -> None:
@@ -143,33 +169,9 @@ class Scheduler:
             self._work.add(name)
         else:
             self._work.discard(name)
-        poll_at = mb.poll_due(m)
-        if poll_at is not None:
-            if self._poll_at.get(name) != poll_at:
-                self._poll_at[name] = poll_at
-                heapq.heappush(self._poll_heap, (poll_at, name))
-        else:
-            self._poll_at.pop(name, None)
+        self._polls.set(name, mb.poll_due(m))
         heartbeat, stall = mb.heartbeat_deadline(m), m.stalled_until
-        deadline = stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall)
-        if deadline is not None:
-            if self._deadline.get(name) != deadline:
-                self._deadline[name] = deadline
-                heapq.heappush(self._heap, (deadline, name))
-        else:
-            self._deadline.pop(name, None)
-
-    @staticmethod
-    def _due(heap: list[tuple[int, str]], deadlines: dict[str, int], now: int) -> list[str]:
-        """Members whose entry in ``deadlines`` is at or before ``now``."""
-        due: list[str] = []
-        while heap and heap[0][0] <= now:
-            deadline, name = heapq.heappop(heap)
-            if deadlines.get(name) == deadline:
-                due.append(name)
-        for name in due:  # still due until the member changes: put them back
-            heapq.heappush(heap, (deadlines[name], name))
-        return due
+        self._local.set(name, stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall))
 
     def coordinator_deadline(self, state: SystemState) -> int | None:
         group, home, deadline = self._group
@@ -181,8 +183,8 @@ class Scheduler:
     def choose(self, state: SystemState) -> Action | None:
         self._refresh(state)
         now = state.now
-        candidates = self._due(self._heap, self._deadline, now)
-        polls = self._due(self._poll_heap, self._poll_at, now) if self._poll_at else []
+        candidates = self._local.due(now)
+        polls = self._polls.due(now) if self._polls.at else []
         if self._work:
             candidates.extend(self._work)
         if polls:
@@ -213,10 +215,7 @@ class Scheduler:
     def next_deadline(self, state: SystemState) -> int | None:
         self._refresh(state)
         deadlines = [d for d in (self.coordinator_deadline(state),) if d is not None]
-        if self._deadline:
-            deadlines.append(min(self._deadline.values()))
-        if self._poll_at:
-            deadlines.append(min(self._poll_at.values()))
+        deadlines += [min(timers.at.values()) for timers in (self._local, self._polls) if timers.at]
         return min(deadlines) if deadlines else None
 
 
