@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from traces.schema import TP, BadField, int_field, partitions_field, tp_label
@@ -21,10 +20,9 @@ from traces.state import (
     COOPERATIVE_ASSIGNORS,
     EAGER_ASSIGNORS,
     VIOLATION,
-    CheckConfig,
+    CheckerParts,
     Finding,
     GroupState,
-    Member,
 )
 
 # Rebalance reasons (GroupCoordinator.scala / GroupMetadataManager.java prepareRebalance callers)
@@ -42,28 +40,13 @@ _MEMBERSHIP_REASON = re.compile(
 _PROTOCOL_CHANGE_REASON = re.compile(r"selectedprotocol will change|change of protocol", re.IGNORECASE)
 
 
-class CoordinatorChecks:
+class CoordinatorChecks(CheckerParts):
     """The handlers of ``coordinator_*`` events (mixed into the checker)."""
 
-    config: CheckConfig
     groups: dict[str, GroupState]
-    members: dict[str, Member]
     removed: dict[str, tuple[int, str, str]]
     findings: dict[str, list[Finding]]
     finding_counts: Counter[str]
-    opportunities: Counter[str]
-    saw: Counter[str]
-
-    def where(self, src: int, line: int) -> str:
-        raise NotImplementedError
-
-    def _group(self, name: str) -> GroupState:
-        raise NotImplementedError
-
-    def _finding(self, invariant: str, severity: str, group: str, members: Iterable[str],
-                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
-                 aggregate: tuple[str, str, TP] | None = None) -> Finding | None:
-        raise NotImplementedError
 
     def _coord_group(self, ev: dict[str, Any], ts: int, src: int, line: int) -> GroupState:
         group = ev.get("group")

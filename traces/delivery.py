@@ -51,15 +51,13 @@ per group and partition (the last release); the per-handoff list in the report i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from traces.schema import TP, BadField, tp_json, tp_label
 from traces.state import (
     UNKNOWN_POSITION,
     VIOLATION,
-    CheckConfig,
-    Finding,
+    CheckerParts,
     GroupState,
     Handoff,
     Member,
@@ -85,24 +83,8 @@ CAUSES = {
 }
 
 
-class DeliveryChecks:
+class DeliveryChecks(CheckerParts):
     """no-gap, monotonic-consumption, committed-not-ahead and handoff-duplicates (mixed into the checker)."""
-
-    config: CheckConfig
-    members: dict[str, Member]
-    opportunities: Counter[str]
-    saw: Counter[str]
-
-    def where(self, src: int, line: int) -> str:
-        raise NotImplementedError
-
-    def _group(self, name: str) -> GroupState:
-        raise NotImplementedError
-
-    def _finding(self, invariant: str, severity: str, group: str, members: Iterable[str],
-                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
-                 aggregate: tuple[str, str, TP] | None = None) -> Finding | None:
-        raise NotImplementedError
 
     def _init_delivery(self) -> None:
         self.handoffs = 0  # handoffs measured

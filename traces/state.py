@@ -7,6 +7,7 @@ with the size of the group, not with the length of the trace.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -276,3 +277,25 @@ class GroupState:
         self.kip848: dict[str, tuple[frozenset[TP], frozenset[TP]]] = {}
         self.kip848_rebalances = 0
         self.analytics = GroupAnalytics(name, analytics)
+
+
+class CheckerParts:
+    """What a part of the checker mixed into :class:`traces.checker.Checker`
+    (:class:`traces.coordinator_checks.CoordinatorChecks`, :class:`traces.delivery.DeliveryChecks`)
+    uses of the whole: its state and the three services the checker implements."""
+
+    config: CheckConfig
+    members: dict[str, Member]
+    opportunities: Counter[str]
+    saw: Counter[str]
+
+    def where(self, src: int, line: int) -> str:
+        raise NotImplementedError
+
+    def _group(self, name: str) -> GroupState:
+        raise NotImplementedError
+
+    def _finding(self, invariant: str, severity: str, group: str, members: Iterable[str],
+                 partitions: Iterable[TP], t0: int, t1: int, evidence: list[str], message: str,
+                 aggregate: tuple[str, str, TP] | None = None) -> Finding | None:
+        raise NotImplementedError
