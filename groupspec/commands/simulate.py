@@ -186,8 +186,9 @@ def record_counts(result: Run) -> dict[TopicPartition, rec.PartitionRecords] | N
     return rec.summarize(result.events, result.final.log)
 
 
-def _record_row(label: str, pr: rec.PartitionRecords) -> list[Any]:
-    return [label, pr.produced, pr.consumed, pr.duplicated, pr.before_start, pr.lost, pr.unread]
+def _record_numbers(pr: rec.PartitionRecords) -> list[int]:
+    """One partition's counts, in the order of ``_RECORD_COLUMNS`` after "partition"."""
+    return [pr.produced, pr.consumed, pr.duplicated, pr.before_start, pr.lost, pr.unread]
 
 
 def _records_lines(result: Run) -> list[str]:
@@ -253,7 +254,7 @@ def report_data(source: str, seed: int, mutants: frozenset[str], result: Run, mo
         "skipped_steps": [{"step": i, "why": why} for i, why in result.skipped],
         "max_rebalances_after_disturbance": monitor.max_rebalances_after_faults,
         "records": None if (parts := record_counts(result)) is None else {
-            str(tp): dict(zip(_RECORD_COLUMNS[1:], _record_row(str(tp), pr)[1:], strict=True))
+            str(tp): dict(zip(_RECORD_COLUMNS[1:], _record_numbers(pr), strict=True))
             for tp, pr in parts.items()},
     }
 
