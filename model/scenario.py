@@ -189,12 +189,9 @@ def _parse_config(value: Any) -> SystemConfig:
         if key not in CONFIG_KEYS:
             raise ScenarioError(f"config.{key}", f"unknown setting; known: {', '.join(CONFIG_KEYS)}")
 
-    def setting(key: str, default: int, minimum: int = 1) -> int:
-        return default if value.get(key) is None else _int(value[key], f"config.{key}", minimum=minimum)
-
     group_id = "group" if value.get("group_id") is None else _name(value["group_id"], "config.group_id")
-    session = setting("session_timeout_ms", mb.DEFAULT_SESSION_TIMEOUT_MS)
-    heartbeat = setting("heartbeat_interval_ms", mb.DEFAULT_HEARTBEAT_INTERVAL_MS)
+    session = _setting(value, "session_timeout_ms", mb.DEFAULT_SESSION_TIMEOUT_MS, 1)
+    heartbeat = _setting(value, "heartbeat_interval_ms", mb.DEFAULT_HEARTBEAT_INTERVAL_MS, 1)
     # The Java consumer has one setting for both (GroupRebalanceConfig: the rebalance timeout is
     # max.poll.interval.ms); either one given alone sets both.
     max_poll = None if value.get("max_poll_interval_ms") is None else \
@@ -203,19 +200,30 @@ def _parse_config(value: Any) -> SystemConfig:
         _int(value["rebalance_timeout_ms"], "config.rebalance_timeout_ms", minimum=1)
     max_poll_ms = max_poll or rebalance or mb.DEFAULT_MAX_POLL_INTERVAL_MS
     rebalance_ms = rebalance or max_poll_ms
-    delay = setting("initial_rebalance_delay_ms", co.CoordinatorConfig().initial_rebalance_delay_ms, minimum=0)
-    auto_commit = value.get("enable_auto_commit", True)
-    if not isinstance(auto_commit, bool):
-        raise ScenarioError("config.enable_auto_commit", f"expected true or false, got {_describe(auto_commit)}")
+    delay = _setting(value, "initial_rebalance_delay_ms", co.CoordinatorConfig().initial_rebalance_delay_ms, 0)
+    auto_commit = _flag(value, "enable_auto_commit", True)
     if heartbeat >= session:
         raise ScenarioError("config.heartbeat_interval_ms",
                             f"must be lower than session_timeout_ms ({heartbeat} >= {session}), as the "
                             "consumer requires (Heartbeat's constructor)")
-    brokers = setting("brokers", 3)
+    brokers = _setting(value, "brokers", 3, 1)
     return SystemConfig(coordinator=co.CoordinatorConfig(group_id=group_id, initial_rebalance_delay_ms=delay),
                         session_timeout_ms=session, rebalance_timeout_ms=rebalance_ms,
                         heartbeat_interval_ms=heartbeat, max_poll_interval_ms=max_poll_ms,
                         auto_commit=auto_commit, delivery=_parse_delivery(value, auto_commit), brokers=brokers)
+
+
+def _setting(value: Mapping[str, Any], key: str, default: int, minimum: int) -> int:
+    """The integer setting ``config.<key>``, or ``default`` when absent or null."""
+    return default if value.get(key) is None else _int(value[key], f"config.{key}", minimum=minimum)
+
+
+def _flag(value: Mapping[str, Any], key: str, default: bool) -> bool:
+    """The true/false setting ``config.<key>``, or ``default`` when absent."""
+    got = value.get(key, default)
+    if not isinstance(got, bool):
+        raise ScenarioError(f"config.{key}", f"expected true or false, got {_describe(got)}")
+    return got
 
 
 def _choice(value: Mapping[str, Any], key: str, choices: tuple[str, ...], default: str) -> str:
@@ -233,24 +241,18 @@ def _parse_delivery(value: Mapping[str, Any], auto_commit: bool) -> cs.DeliveryC
         return None
     d = cs.DeliveryConfig()
     commit = _choice(value, "commit", cs.COMMIT_POLICIES, d.commit)
-    on_revoke = value.get("commit_on_revoke", False)
-    if not isinstance(on_revoke, bool):
-        raise ScenarioError("config.commit_on_revoke", f"expected true or false, got {_describe(on_revoke)}")
+    on_revoke = _flag(value, "commit_on_revoke", False)
     if auto_commit and (commit != "none" or on_revoke):
         key = "commit" if commit != "none" else "commit_on_revoke"
         raise ScenarioError(f"config.{key}", "the application commits only with enable_auto_commit false "
                                              "(with auto-commit on, the consumer commits by itself)")
-
-    def number(key: str, default: int, minimum: int) -> int:
-        return default if value.get(key) is None else _int(value[key], f"config.{key}", minimum=minimum)
-
     return cs.DeliveryConfig(
         auto_offset_reset=_choice(value, "auto_offset_reset", cs.RESET_POLICIES, d.auto_offset_reset),
-        auto_commit_interval_ms=number("auto_commit_interval_ms", d.auto_commit_interval_ms, 1),
-        max_poll_records=number("max_poll_records", d.max_poll_records, 1),
+        auto_commit_interval_ms=_setting(value, "auto_commit_interval_ms", d.auto_commit_interval_ms, 1),
+        max_poll_records=_setting(value, "max_poll_records", d.max_poll_records, 1),
         commit=commit, commit_on_revoke=on_revoke,
         processing=_choice(value, "processing", cs.PROCESSING_MODES, d.processing),
-        processing_ms=number("processing_ms", d.processing_ms, 0))
+        processing_ms=_setting(value, "processing_ms", d.processing_ms, 0))
 
 
 def _parse_steps(value: Any, topics: dict[str, int], until: int | None) -> tuple[Step, ...]:
