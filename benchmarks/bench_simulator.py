@@ -6,14 +6,15 @@ Run: ``python -m benchmarks simulator`` (about a minute: the peer runs in real t
 **What is measured.** ``model.system_run.simulate`` runs a 20-member group through ten minutes of
 simulated time with churn (every 15 s one member leaves and joins again 5 s later), once with the
 eager ``range`` assignor and once with ``cooperative-sticky``, without the invariant monitor (the
-mining corpus is generated that way; ``groupspec simulate`` adds the monitor). Twice each: group
+mining corpus is generated that way) and with it (``model.invariants.protocol.Monitor`` watching
+every transition, as ``groupspec simulate`` runs). Twice each: group
 membership only, and with records (``model.consumption``): producers append 5 records to every
 partition every 200 ms and every member auto-commits, so the trace holds VerifiableConsumer's
 ``records_consumed`` per poll and an ``offsets_committed`` per commit, as a corpus mined for
 delivery violations would. Reported: trace events
 per CPU second (``time.process_time``, best of ``--repeat``; events are everything the trace holds,
-member and coordinator events alike), transitions per second, and how many simulated seconds one
-CPU second covers.
+member and coordinator events alike), transitions per second, how many simulated seconds one
+CPU second covers, and trace events per CPU second with the monitor on.
 
 **The peer.** Nothing else simulates Kafka's consumer-group protocol, so the closest honest peer is
 the real thing: four confluent-kafka (librdkafka) consumers, one thread each, against the embedded
@@ -40,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from model.invariants.protocol import Monitor
 from model.scenario import Scenario, parse
 from model.system_run import Run, simulate
 
@@ -93,13 +95,24 @@ def best_of(repeat: int, fn: Callable[[], Run]) -> tuple[Run, float, float]:
 
 
 def measure_model(members: int, assignor: str, until_ms: int, repeat: int, records: bool = False) -> dict[str, Any]:
+    """The simulator alone (what a corpus generator runs), and with the invariant monitor watching
+    every transition (what ``groupspec simulate`` runs)."""
     scenario = churn_scenario(members, assignor, until_ms, records)
     run, cpu, wall = best_of(repeat, lambda: simulate(scenario, seed=1))
+
+    def monitored() -> Run:
+        monitor = Monitor(scenario.config)
+        checked = simulate(scenario, seed=1, observer=monitor.observe)
+        monitor.finish(checked.final)
+        return checked
+
+    _, checked_cpu, _ = best_of(repeat, monitored)
     return {"workload": "records" if records else "group only", "members": members, "assignor": assignor,
             "simulated_s": until_ms / 1000, "events": len(run.events),
             "transitions": run.transitions, "cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
             "events_per_s": round(len(run.events) / cpu), "transitions_per_s": round(run.transitions / cpu),
-            "simulated_s_per_cpu_s": round(until_ms / 1000 / cpu, 1)}
+            "simulated_s_per_cpu_s": round(until_ms / 1000 / cpu, 1),
+            "monitored_cpu_s": round(checked_cpu, 3), "monitored_events_per_s": round(len(run.events) / checked_cpu)}
 
 
 def run_real_clients(doc: dict[str, Any]) -> dict[str, Any]:
@@ -174,11 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [measure_model(20, assignor, until, args.repeat, records)
             for records in (False, True) for assignor in ("range", "cooperative-sticky")]
     print(f"{'workload':<12}{'assignor':<20}{'members':>8}{'sim s':>7}{'events':>9}{'transitions':>12}{'cpu s':>8}"
-          f"{'events/s':>10}{'trans/s':>9}{'sim s/cpu s':>12}")
+          f"{'events/s':>10}{'trans/s':>9}{'sim s/cpu s':>12}{'monitored ev/s':>15}")
     for r in rows:
         print(f"{r['workload']:<12}{r['assignor']:<20}{r['members']:>8}{r['simulated_s']:>7.0f}{r['events']:>9}"
               f"{r['transitions']:>12}"
-              f"{r['cpu_s']:>8.2f}{r['events_per_s']:>10}{r['transitions_per_s']:>9}{r['simulated_s_per_cpu_s']:>12}")
+              f"{r['cpu_s']:>8.2f}{r['events_per_s']:>10}{r['transitions_per_s']:>9}{r['simulated_s_per_cpu_s']:>12}"
+              f"{r['monitored_events_per_s']:>15}")
     peer: dict[str, Any] | None = None
     if not args.no_peer:
         peer = measure_peer(args.repeat)

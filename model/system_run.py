@@ -71,31 +71,36 @@ def choose(state: SystemState, rng: random.Random) -> Action | None:
 
 
 class _Timers:
-    """Each member's next deadline of one kind, and a heap to find the due ones fast (stale heap
-    entries are skipped lazily)."""
+    """Each member's next deadline of one kind, and the members whose deadline has come.
+
+    A heap finds deadlines as they fall due (stale entries are skipped lazily); a member whose
+    deadline has come stays in ``_due`` until its deadline changes, since time only moves forward."""
 
     def __init__(self) -> None:
         self.at: dict[str, int] = {}
         self._heap: list[tuple[int, str]] = []  # (deadline, name)
+        self._due: set[str] = set()
 
-    def set(self, name: str, deadline: int | None) -> None:
+    def put(self, name: str, deadline: int | None) -> None:
         if deadline is None:
-            self.at.pop(name, None)
+            if self.at.pop(name, None) is not None:
+                self._due.discard(name)
         elif self.at.get(name) != deadline:
             self.at[name] = deadline
+            self._due.discard(name)
             heapq.heappush(self._heap, (deadline, name))
 
-    def due(self, now: int) -> list[str]:
-        """The members whose deadline is at or before ``now``."""
-        due: list[str] = []
+    def due(self, now: int) -> set[str]:
+        """The members whose deadline is at or before ``now`` (do not modify the result)."""
         heap, at = self._heap, self.at
         while heap and heap[0][0] <= now:
             deadline, name = heapq.heappop(heap)
             if at.get(name) == deadline:
-                due.append(name)
-        for name in due:  # still due until the member changes: put them back
-            heapq.heappush(heap, (at[name], name))
-        return due
+                self._due.add(name)
+        return self._due
+
+    def earliest(self) -> int | None:
+        return min(self.at.values()) if self.at else None
 
 
 class Scheduler:
@@ -104,17 +109,18 @@ class Scheduler:
     States are immutable, so a member's pending local work and next deadline depend only on the
     member value and the metadata, and the coordinator's next deadline only on the group value.
     The scheduler remembers them, refreshes only the members whose value changed since the last
-    call (most transitions change one member, or none), keeps the members with poll work in a set
-    and the others' deadlines in a heap. The choice is the same as :func:`choose`'s: the first
-    member in name order with local work due, then a due coordinator timer, then a seeded pick
-    among the deliveries.
+    call (most transitions change one member, or none: :func:`touched` says which), keeps the
+    members with poll work in a set and the others' deadlines in heaps. The choice is the same as
+    :func:`choose`'s: the first member in name order with local work due, then a due coordinator
+    timer, then a seeded pick among the deliveries.
     """
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        self._processes: object = None
+        self._processes: tuple[tuple[str, sy.Process], ...] | None = None
         self._metadata: object = None
         self._log: object = None
+        self._index: dict[str, int] = {}  # member name -> its entry in ``_processes``
         self._seen: dict[str, mb.Member] = {}  # the member value each entry below was computed from
         self._work: set[str] = set()  # members whose poll() has something to do
         self._local = _Timers()  # each member's next heartbeat-thread step or end of a stall
@@ -123,28 +129,41 @@ class Scheduler:
         self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, object, int | None] = (None, None, None)
 
-    def _refresh(self, state: SystemState) -> None:
-        if state.processes is self._processes and state.metadata is self._metadata and state.log is self._log:
+    def _refresh(self, state: SystemState, touched: str | None = None) -> None:
+        processes = state.processes
+        if processes is self._processes and state.metadata is self._metadata and state.log is self._log:
             return
-        before, processes = self._processes, state.processes
+        before = self._processes
         full = state.metadata is not self._metadata
         if state.log is not self._log and not full:
             self._records_arrived(state)  # only record work depends on the log
         self._processes, self._metadata, self._log = processes, state.metadata, state.log
-        if not full and isinstance(before, tuple) and len(before) == len(processes):
-            # The usual case: one process replaced. States share their unchanged entries, so the
-            # changed ones are those that are not the very same object as before.
+        if processes is before and not full:
+            return
+        if touched is not None and not full and before is not None and len(before) == len(processes):
+            # The transition changed one member's process at most: look at that entry only.
+            i = self._index[touched]
+            name, p = processes[i]
+            if p is not before[i][1]:
+                self._update(name, p, state, False)
+            return
+        self._index = {name: i for i, (name, _) in enumerate(processes)}
+        if not full and before is not None and len(before) == len(processes):
+            # One process replaced, or a few. States share their unchanged entries, so the changed
+            # ones are those that are not the very same object as before.
             changed = [entry for entry, old in zip(processes, before, strict=True) if entry is not old]
         else:
             changed = list(processes)
-            running = {name for name, _ in processes}
-            for name in [n for n in self._seen if n not in running]:
+            for name in [n for n in self._seen if n not in self._index]:
                 self._forget(name)
         for name, p in changed:
-            if p.member is None:
-                self._forget(name)
-            elif full or self._seen.get(name) is not p.member:
-                self._compute(name, p.member, state)
+            self._update(name, p, state, full)
+
+    def _update(self, name: str, p: sy.Process, state: SystemState, full: bool) -> None:
+        if p.member is None:
+            self._forget(name)
+        elif full or self._seen.get(name) is not p.member:
+            self._compute(name, p.member, state)
 
     def _records_arrived(self, state: SystemState) -> None:
         """The log grew: members with records to read now have poll work."""
@@ -155,8 +174,8 @@ class Scheduler:
     def _forget(self, name: str) -> None:
         self._seen.pop(name, None)
         self._work.discard(name)
-        self._local.set(name, None)
-        self._polls.set(name, None)
+        self._local.put(name, None)
+        self._polls.put(name, None)
         self._readable_conns.discard(self._readable.pop(name, ""))
 
     def _compute(self, name: str, m: mb.Member, state: SystemState) -> None:
@@ -169,9 +188,9 @@ class Scheduler:
             self._work.add(name)
         else:
             self._work.discard(name)
-        self._polls.set(name, mb.poll_due(m))
+        self._polls.put(name, mb.poll_due(m))
         heartbeat, stall = mb.heartbeat_deadline(m), m.stalled_until
-        self._local.set(name, stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall))
+        self._local.put(name, stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall))
 
     def coordinator_deadline(self, state: SystemState) -> int | None:
         group, home, deadline = self._group
@@ -180,21 +199,20 @@ class Scheduler:
             self._group = (state.group, state.home, deadline)
         return deadline
 
-    def choose(self, state: SystemState) -> Action | None:
-        self._refresh(state)
+    def choose(self, state: SystemState, touched: str | None = None) -> Action | None:
+        """The next action in ``state``. ``touched``: the only member whose process may differ
+        from the state of the previous call (see :func:`touched`); None when unknown."""
+        self._refresh(state, touched)
         now = state.now
-        candidates = self._local.due(now)
-        polls = self._polls.due(now) if self._polls.at else []
-        if self._work:
-            candidates.extend(self._work)
-        if polls:
-            candidates.extend(polls)
-        if candidates:
-            name = min(candidates)
+        work = self._work
+        local = self._local.due(now)
+        polls = self._polls.due(now)
+        if work or local or polls:
+            name = min(min(names) for names in (work, local, polls) if names)
             m = self._seen[name]
             if m.stalled_until is not None and m.stalled_until <= now:
                 return sy.MemberResumes(name)
-            if name in self._work or name in polls:
+            if name in work or name in polls:
                 return sy.MemberPolls(name)
             return sy.HeartbeatThreadRuns(name)
         deadline = self.coordinator_deadline(state)
@@ -214,9 +232,20 @@ class Scheduler:
 
     def next_deadline(self, state: SystemState) -> int | None:
         self._refresh(state)
-        deadlines = [d for d in (self.coordinator_deadline(state),) if d is not None]
-        deadlines += [min(timers.at.values()) for timers in (self._local, self._polls) if timers.at]
+        deadlines = [d for d in (self.coordinator_deadline(state), self._local.earliest(), self._polls.earliest())
+                     if d is not None]
         return min(deadlines) if deadlines else None
+
+
+def touched(action: Action) -> str | None:
+    """The one member whose process a system action may change (None: any, as far as the
+    scheduler knows). A member's own actions change only its process; the coordinator's and the
+    clock's change none, which the scheduler sees without being told."""
+    if isinstance(action, (sy.MemberPolls, sy.HeartbeatThreadRuns, sy.MemberResumes)):
+        return action.member
+    if isinstance(action, sy.DeliverResponse):
+        return action.conn.split("#", 1)[0]
+    return None
 
 
 def simulate(scenario: Scenario, *, seed: int = 0, mutants: frozenset[str] = frozenset(),
@@ -249,22 +278,26 @@ def simulate(scenario: Scenario, *, seed: int = 0, mutants: frozenset[str] = fro
         return True
 
     instant, at_instant = state.now, 0
+    hint: str | None = None
     while True:
         if state.now != instant:
             instant, at_instant = state.now, 0
         while next_step < len(steps) and steps[next_step].at <= state.now:
             step = steps[next_step]
+            hint = None
             if not take(step.action):
                 run.skipped.append((step.index, f"{sy.describe(state, step.action)}: not possible at "
                                                 f"{state.now} ms"))
             next_step += 1
-        action = scheduler.choose(state)
+        action = scheduler.choose(state, hint)
+        hint = None
         if action is not None:
             at_instant += 1
             if at_instant > max_transitions_per_instant:
                 raise RuntimeError(f"time does not advance: {max_transitions_per_instant} transitions at "
                                    f"{state.now} ms")
             take(action, trusted=True)
+            hint = touched(action)
             continue
         targets = [scenario.until + 1]
         deadline = scheduler.next_deadline(state)

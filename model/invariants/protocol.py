@@ -159,6 +159,9 @@ def owners(state: SystemState) -> dict[TopicPartition, list[Member]]:
 def _overlaps(state: SystemState) -> tuple[list[Violation], list[Violation]]:
     single: list[Violation] = []
     zombie: list[Violation] = []
+    held = [m.owned for m in sy.running(state) if m.owned]
+    if sum(map(len, held)) == len(frozenset().union(*held)):
+        return single, zombie  # no partition has two owners (the usual case, checked without sorting)
     for tp, ms in sorted(owners(state).items()):
         if len(ms) < 2:
             continue
@@ -201,13 +204,14 @@ def settled(state: SystemState) -> bool:
     if group.state is not co.STABLE or group.pending_members:
         return False
     ids = set()
+    stored_by_id = {cm.member_id: cm.assignment for cm in group.members}
     for m in ms:
         if m.stalled or m.state is not MemberState.STABLE or m.join is not mb.JoinFuture.NONE \
                 or m.coordinator_node != state.home.leader:  # it still has to find its coordinator
             return False
         if m.generation.generation_id != group.generation or mb.poll_has_work(m, state.metadata):
             return False
-        stored = co.assignment_of(group, m.generation.member_id)
+        stored = stored_by_id.get(m.generation.member_id)
         if stored is None or frozenset(stored) != m.owned:
             return False
         ids.add(m.generation.member_id)
@@ -236,8 +240,11 @@ def _quiet_except(state: SystemState, name: str) -> bool:
 def complete(state: SystemState) -> list[Violation]:
     """``complete``: in a settled state every partition of every topic some running member
     subscribes to (and that exists) is owned."""
-    if not settled(state):
-        return []
+    return _unowned(state) if settled(state) else []
+
+
+def _unowned(state: SystemState) -> list[Violation]:
+    """:func:`complete` for a state known to be settled."""
     topics = sorted({t for m in sy.running(state) for t in m.subscription})
     wanted = mb.partitions_of(state.metadata, tuple(topics))
     owned = frozenset(tp for m in sy.running(state) for tp in m.owned)
@@ -251,24 +258,32 @@ def complete(state: SystemState) -> list[Violation]:
 # -- transition predicates ------------------------------------------------------------------------------
 
 
-def _same_incarnation(state: SystemState, before: Member) -> Member | None:
-    m = sy.running_member(state, before.name)
-    return m if m is not None and m.conn == before.conn else None
+def _changed_members(before: SystemState, after: SystemState) -> list[tuple[Member, Member]]:
+    """(before, after) of every member that runs in both states, as the same incarnation, and
+    whose value this transition changed. States share the entries of unchanged processes, so a
+    process entry that is the very same object holds the very same member."""
+    if after.processes is before.processes:
+        return []
+    if len(after.processes) == len(before.processes):
+        pairs = [(p.member, q.member) for (_, p), (_, q) in zip(before.processes, after.processes, strict=True)
+                 if p is not q]
+    else:
+        pairs = [(m, sy.running_member(after, m.name)) for m in sy.running(before)]
+    return [(m, n) for m, n in pairs if m is not None and n is not None and n is not m and n.conn == m.conn]
 
 
-def generation_monotonic(before: SystemState, after: SystemState) -> list[Violation]:
+def generation_monotonic(before: SystemState, after: SystemState,
+                         changed: list[tuple[Member, Member]] | None = None) -> list[Violation]:
     """``generation-monotonic``: the coordinator's generation never goes down; a member's never
-    goes down except to none (-1) when the member is reset."""
+    goes down except to none (-1) when the member is reset. (``changed``: the transition's
+    :func:`_changed_members`, when the caller has it.)"""
     out: list[Violation] = []
     if after.group.generation < before.group.generation:
         moved = after.home is not before.home  # a new coordinator loaded the group from the log
         out.append(Violation(GENERATION_MONOTONIC, after.now, f"the coordinator's generation went from "
                              f"{before.group.generation} to {after.group.generation}",
                              known_kafka_gap="load-forgets-generation" if moved else None))
-    for m in sy.running(before):
-        n = _same_incarnation(after, m)
-        if n is None:
-            continue
+    for m, n in _changed_members(before, after) if changed is None else changed:
         old, new = m.generation.generation_id, n.generation.generation_id
         if new < old and new != NO_GENERATION:
             out.append(Violation(GENERATION_MONOTONIC, after.now,
@@ -283,14 +298,12 @@ def _joined(before: Member, after: Member) -> bool:
                                                  or after.joined_subscription != before.joined_subscription)
 
 
-def eager_revoke_all(before: SystemState, after: SystemState) -> list[Violation]:
+def eager_revoke_all(before: SystemState, after: SystemState,
+                     changed: list[tuple[Member, Member]] | None = None) -> list[Violation]:
     """``eager-revoke-all`` (state part): an eager member owns nothing when it sends JoinGroup."""
     out: list[Violation] = []
-    for m in sy.running(before):
-        if m.config.protocol is not RebalanceProtocol.EAGER:
-            continue
-        n = _same_incarnation(after, m)
-        if n is None or not _joined(m, n) or not n.owned:
+    for m, n in _changed_members(before, after) if changed is None else changed:
+        if m.config.protocol is not RebalanceProtocol.EAGER or not _joined(m, n) or not n.owned:
             continue
         out.append(Violation(EAGER_REVOKE_ALL, after.now,
                              f"{m.name} (eager) rejoins still owning {', '.join(map(str, sorted(n.owned)))}",
@@ -392,7 +405,13 @@ def _disturbed(before: SystemState, action: Action, after: SystemState, events: 
         if m is not None and n is not None and n.generation.has_reset() and not m.generation.has_reset():
             return True  # the poll timeout made it leave
     if isinstance(action, sy.DeliverRequest | sy.CoordinatorTimerFires):
-        return before.group.members != after.group.members and membership(before) != membership(after)
+        old, new = before.group.members, after.group.members
+        if old is new:
+            return False
+        if len(old) == len(new) and all(a is b or (a.member_id == b.member_id and a.protocols == b.protocols)
+                                        for a, b in zip(old, new, strict=True)):
+            return False  # the same members with the same protocols (a heartbeat, say): same membership
+        return membership(before) != membership(after)
     return False
 
 
@@ -474,8 +493,9 @@ class Monitor:
 
     def observe(self, before: SystemState, action: Action, after: SystemState, events: tuple[Event, ...]) -> None:
         found: list[Violation] = []
-        found += generation_monotonic(before, after)
-        found += eager_revoke_all(before, after)
+        changed = _changed_members(before, after)
+        found += generation_monotonic(before, after, changed)
+        found += eager_revoke_all(before, after, changed)
         found += subscribed_only(after, events)
         found += commits_fenced(before, action, after)
         found += self._history(before, action, after, events)
@@ -522,9 +542,10 @@ class Monitor:
             m = sy.member_by_conn(before, action.conn)
             if m is not None and m.owned and r is not None and r.error in _FENCING:
                 self._told_stale.add(m.name)
-        for m in sy.running(after):
-            if m.name in self._told_stale and not m.owned:
-                self._told_stale.discard(m.name)
+        if self._told_stale:
+            for m in sy.running(after):
+                if m.name in self._told_stale and not m.owned:
+                    self._told_stale.discard(m.name)
         if before.group.state is co.STABLE and after.group.state is co.STABLE and any(
                 e["name"] == ev.COORDINATOR_MEMBER_REMOVED and e.get("reason") == "fenced" for e in events):
             self._static_rejoined_generation = after.group.generation
@@ -738,7 +759,7 @@ class Monitor:
                 self.violations.append(Violation(
                     CONVERGES, after.now, f"the group took {self.rebalances_since_disturbance} rebalances to "
                     f"settle after the last disturbance at {self.last_disturbance} ms (bound {bound})"))
-            self.violations.extend(self._classify(v) for v in complete(after))
+            self.violations.extend(self._classify(v) for v in _unowned(after))
 
     def _classify(self, v: Violation) -> Violation:
         """Mark a ``complete`` violation in a generation a static member rejoined without a

@@ -313,11 +313,12 @@ def test_a_sync_that_loses_the_race_to_a_follow_up_rejoin_costs_one_more_round()
 
 
 def test_the_fast_scheduler_makes_the_reference_choice() -> None:
-    """``Scheduler.choose`` (incremental) picks exactly what ``choose`` (from ``urgent_actions``)
-    picks, with the same seeded random draws, all along a run with churn, stalls and restarts."""
+    """``Scheduler.choose`` (incremental, told which member the previous action touched) picks
+    exactly what ``choose`` (from ``urgent_actions``) picks, with the same seeded random draws, all
+    along a run with churn, stalls and restarts."""
     import random
 
-    from model.system_run import Scheduler, choose
+    from model.system_run import Scheduler, choose, touched
 
     doc = scenario({"t": 6, "u": 3},
                    [join(0, m, ["t", "u"], COOP, f"{m}-1" if m in "bd" else None) for m in "abcd"] +
@@ -330,13 +331,15 @@ def test_the_fast_scheduler_makes_the_reference_choice() -> None:
     reference, fast = random.Random(5), Scheduler(random.Random(5))
     steps = list(sc.steps)
     compared = 0
+    hint: str | None = None
     while state.now <= sc.until:
         while steps and steps[0].at <= state.now:
             result = sy.step(state, steps.pop(0).action, config)
+            hint = None
             if result is not None:
                 state = result[0]
         expected = choose(state, reference)
-        assert fast.choose(state) == expected, state.now
+        assert fast.choose(state, hint) == expected, state.now
         if expected is None:
             deadline = fast.next_deadline(state)
             assert deadline == sy.next_deadline(state)
@@ -346,5 +349,6 @@ def test_the_fast_scheduler_makes_the_reference_choice() -> None:
             state = sy.step(state, sy.ClockAdvances(min(targets)), config)[0]  # type: ignore[index]
             continue
         state = sy.step(state, expected, config)[0]  # type: ignore[index]
+        hint = touched(expected)
         compared += 1
     assert compared > 300
