@@ -272,6 +272,17 @@ def _changed_members(before: SystemState, after: SystemState) -> list[tuple[Memb
     return [(m, n) for m, n in pairs if m is not None and n is not None and n is not m and n.conn == m.conn]
 
 
+def _ownership_changed(before: SystemState, after: SystemState) -> bool:
+    """Do the running members own anything other than before (a process started or ended, or a
+    member's owned partitions changed)?"""
+    if len(after.processes) != len(before.processes):
+        return True
+    for (_, p), (_, q) in zip(before.processes, after.processes, strict=True):
+        if p is not q and (p.member.owned if p.member else frozenset()) != (q.member.owned if q.member else frozenset()):
+            return True
+    return False
+
+
 def generation_monotonic(before: SystemState, after: SystemState,
                          changed: list[tuple[Member, Member]] | None = None) -> list[Violation]:
     """``generation-monotonic``: the coordinator's generation never goes down; a member's never
@@ -475,6 +486,7 @@ class Monitor:
     _static_rejoined_generation: int = -1  # last generation a static member rejoined with no rebalance
     _generation: int = 0
     _delivery: dl.DeliveryMonitor | None = None
+    _owners_changed: bool = False  # some member's owned partitions changed since the last state check
 
     def __post_init__(self) -> None:
         d = self.config.delivery
@@ -505,7 +517,13 @@ class Monitor:
             found += [Violation(f.invariant, f.time, f.message, (f.member,), (f.tp,), f.known_gap)
                       for f in self._delivery.findings[seen:]]
         self.violations.extend(found)
-        if events:  # ownership only changes with a callback, a shutdown or the coordinator's events
+        if not self._owners_changed and after.processes is not before.processes:
+            self._owners_changed = _ownership_changed(before, after)
+        # Ownership only changes with a callback, a shutdown or the coordinator's events (and who
+        # counts as a zombie matters only while partitions overlap): unless an overlap is ongoing
+        # or some member's partitions changed since the last look, the answer is still "none".
+        if events and (self._ongoing or self._owners_changed):
+            self._owners_changed = False
             self._state_checks(after)
         self._convergence(before, action, after, events)
 
