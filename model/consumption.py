@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.system_evolve import replace
+from model.system_evolve import evolver, replace
 from model.types import TopicPartition
 
 Offsets = tuple[tuple[TopicPartition, int], ...]  # sorted by partition
@@ -96,6 +96,9 @@ class Consumption:
     fetch_in_flight: tuple[TopicPartition, ...] | None = None  # an unanswered OffsetFetch asked for these
     auto_commit_due: int = 0  # nextAutoCommitTimer
     rotation: int = 0  # where the next poll starts among the partitions with a position
+
+
+_evolve = evolver(Consumption)
 
 
 def start(config: DeliveryConfig, now: int) -> Consumption:
@@ -197,28 +200,28 @@ def records_available(c: Consumption, log: Log) -> bool:
 def poll_records(c: Consumption, log: Log, config: DeliveryConfig, now: int) -> tuple[Consumption, Polled]:
     """One poll's records: up to ``max.poll.records``, partitions in rotating order."""
     ends = log_ends(log)
-    n = len(c.positions)
+    positions = c.positions
+    n = len(positions)
     budget = config.max_poll_records
-    moved: dict[TopicPartition, int] = {}
     polled: list[tuple[TopicPartition, int, int]] = []
     for i in range(n):
-        tp, pos = c.positions[(c.rotation + i) % n]
+        tp, pos = positions[(c.rotation + i) % n]
         take = min(budget, ends.get(tp, 0) - pos)
         if take <= 0:
             continue
         polled.append((tp, pos, pos + take - 1))
-        moved[tp] = pos + take
         budget -= take
         if budget == 0:
             break
     if not polled:
         return c, ()
-    positions = tuple((tp, moved.get(tp, pos)) for tp, pos in c.positions)
+    moved = {tp: last + 1 for tp, _, last in polled}
     batches = c.batches
     if config.processing == "async":
         batches += tuple(Batch(now + config.processing_ms, tp, first, last) for tp, first, last in polled)
-    return replace(c, positions=positions, batches=batches, rotation=(c.rotation + 1) % max(n, 1)), \
-        tuple(sorted(polled))
+    polled.sort()
+    return _evolve(c, {"positions": tuple([(tp, moved.get(tp, pos)) for tp, pos in positions]),
+                       "batches": batches, "rotation": (c.rotation + 1) % n}), tuple(polled)
 
 
 def next_batch_due(c: Consumption) -> int | None:

@@ -539,8 +539,9 @@ def _records_consumed(m: Member, polled: cs.Polled, now: int) -> Event:
     """VerifiableConsumer's ``records_consumed``: per partition count, minOffset, maxOffset."""
     parts = [{"topic": tp.topic, "partition": tp.partition, "count": last - first + 1, "minOffset": first,
               "maxOffset": last} for tp, first, last in polled]
-    return member_event(m, ev.RECORDS_CONSUMED, now, count=sum(p["count"] for p in parts), partitions=None) | \
-        {"partitions": parts}
+    event = member_event(m, ev.RECORDS_CONSUMED, now, count=sum(last - first + 1 for _, first, last in polled))
+    event["partitions"] = parts  # as VerifiableConsumer prints them, after the count
+    return event
 
 
 def _send_commit(m: Member, offsets: tuple[tuple[TopicPartition, int], ...], auto: bool, now: int,
