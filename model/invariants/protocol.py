@@ -258,29 +258,37 @@ def _unowned(state: SystemState) -> list[Violation]:
 # -- transition predicates ------------------------------------------------------------------------------
 
 
-def _changed_members(before: SystemState, after: SystemState) -> list[tuple[Member, Member]]:
-    """(before, after) of every member that runs in both states, as the same incarnation, and
-    whose value this transition changed. States share the entries of unchanged processes, so a
-    process entry that is the very same object holds the very same member."""
+MemberChange = tuple[Member | None, Member | None]  # a process's running member before and after (None: down)
+
+
+def _process_changes(before: SystemState, after: SystemState) -> list[MemberChange] | None:
+    """The running member before and after of every process entry this transition replaced, or
+    None when a process was added (the entries no longer line up). States share the entries of
+    unchanged processes, so an entry that is the very same object holds the very same member."""
     if after.processes is before.processes:
         return []
-    if len(after.processes) == len(before.processes):
-        pairs = [(p.member, q.member) for (_, p), (_, q) in zip(before.processes, after.processes, strict=True)
-                 if p is not q]
-    else:
+    if len(after.processes) != len(before.processes):
+        return None
+    return [(p.member, q.member) for (_, p), (_, q) in zip(before.processes, after.processes, strict=True)
+            if p is not q]
+
+
+def _changed_members(before: SystemState, after: SystemState,
+                     changes: list[MemberChange] | None = None) -> list[tuple[Member, Member]]:
+    """(before, after) of every member that runs in both states, as the same incarnation, and
+    whose value this transition changed (``changes``: :func:`_process_changes`, when the caller has
+    it; None is also what it says when the entries do not line up, and then they are looked up by name)."""
+    pairs = _process_changes(before, after) if changes is None else changes
+    if pairs is None:
         pairs = [(m, sy.running_member(after, m.name)) for m in sy.running(before)]
     return [(m, n) for m, n in pairs if m is not None and n is not None and n is not m and n.conn == m.conn]
 
 
-def _ownership_changed(before: SystemState, after: SystemState) -> bool:
+def _ownership_changed(changes: list[MemberChange] | None) -> bool:
     """Do the running members own anything other than before (a process started or ended, or a
-    member's owned partitions changed)?"""
-    if len(after.processes) != len(before.processes):
-        return True
-    for (_, p), (_, q) in zip(before.processes, after.processes, strict=True):
-        if p is not q and (p.member.owned if p.member else frozenset()) != (q.member.owned if q.member else frozenset()):
-            return True
-    return False
+    member's owned partitions changed)? ``changes``: :func:`_process_changes`."""
+    return changes is None or any((m.owned if m else frozenset()) != (n.owned if n else frozenset())
+                                  for m, n in changes)
 
 
 def generation_monotonic(before: SystemState, after: SystemState,
@@ -505,7 +513,8 @@ class Monitor:
 
     def observe(self, before: SystemState, action: Action, after: SystemState, events: tuple[Event, ...]) -> None:
         found: list[Violation] = []
-        changed = _changed_members(before, after)
+        changes = _process_changes(before, after)
+        changed = _changed_members(before, after, changes)
         found += generation_monotonic(before, after, changed)
         found += eager_revoke_all(before, after, changed)
         found += subscribed_only(after, events)
@@ -517,8 +526,8 @@ class Monitor:
             found += [Violation(f.invariant, f.time, f.message, (f.member,), (f.tp,), f.known_gap)
                       for f in self._delivery.findings[seen:]]
         self.violations.extend(found)
-        if not self._owners_changed and after.processes is not before.processes:
-            self._owners_changed = _ownership_changed(before, after)
+        if not self._owners_changed:
+            self._owners_changed = _ownership_changed(changes)
         # Ownership only changes with a callback, a shutdown or the coordinator's events (and who
         # counts as a zombie matters only while partitions overlap): unless an overlap is ongoing
         # or some member's partitions changed since the last look, the answer is still "none".
