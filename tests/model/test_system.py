@@ -272,9 +272,10 @@ def test_a_static_leader_restarted_after_new_partitions_never_assigns_them() -> 
     assert out.named(ev.COORDINATOR_REBALANCE, since=10000) == []
 
 
-def test_converges_fails_for_a_group_that_keeps_rebalancing(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("producing", [False, True], ids=["idle", "producer-running"])
+def test_converges_fails_for_a_group_that_keeps_rebalancing(monkeypatch: pytest.MonkeyPatch, producing: bool) -> None:
     """The bounded property can fail: a member that asks to rejoin after every heartbeat never lets
-    the group settle."""
+    the group settle. A producer appending every 200 ms is no disturbance: it must not hide that."""
     from model import member as mb
     original = mb._on_heartbeat_response
 
@@ -283,7 +284,9 @@ def test_converges_fails_for_a_group_that_keeps_rebalancing(monkeypatch: pytest.
         return mb._request_rejoin(m2, "restless"), requests, events
 
     monkeypatch.setattr(mb, "_on_heartbeat_response", restless)
-    out = run_doc(scenario({"t": 4}, [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE)], 300000))
+    producer = [{"at": 0, "do": "produce", "topic": "t", "records": 1, "every_ms": 200, "until": 300000}]
+    steps = (producer if producing else []) + [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE)]
+    out = run_doc(scenario({"t": 4}, steps, 300000))
     assert [v.invariant for v in out.failed()] == ["converges"]
     assert "rebalances to settle" in out.failed()[0].message
 
