@@ -45,15 +45,16 @@ def fault(rng: random.Random, state: sy.SystemState, assignors: tuple[str, ...])
 
 
 def walk(seed: int, assignors: tuple[str, ...], mutants: frozenset[str] = frozenset(), steps: int = 400,
-         fault_rate: float = 0.08) -> tuple[Monitor, Counter[str]]:
+         fault_rate: float = 0.08, from_scratch: bool = False) -> tuple[Monitor, Counter[str]]:
     """``steps`` random enabled actions with faults mixed in, then the faults stop and the system runs
-    on until it settles (or the convergence horizon passes)."""
+    on until it settles (or the convergence horizon passes). The same seed gives the same walk;
+    ``from_scratch`` is the monitor's (:class:`Monitor`)."""
     rng = random.Random(seed)
     config = sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=rng.choice([0, 3000])),
                              session_timeout_ms=10000, rebalance_timeout_ms=20000, max_poll_interval_ms=20000,
                              heartbeat_interval_ms=3000, auto_commit=rng.random() < 0.7, mutants=mutants)
     state = sy.initial_state(config, [("t", 4), ("u", 2)])
-    monitor = Monitor(config)
+    monitor = Monitor(config, from_scratch=from_scratch)
     seen: Counter[str] = Counter()
 
     def take(action: sy.Action) -> None:
