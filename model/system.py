@@ -199,8 +199,11 @@ SystemAction = (DeliverRequest | DeliverResponse | MemberPolls | HeartbeatThread
 Fault = (MemberStarts | MemberCrashes | MemberRestarts | MemberLeaves | MemberStalls | MemberSubscribes
          | PartitionsAdded | RecordsProduced | CoordinatorMoves | CoordinatorFails)
 Action = SystemAction | Fault
-FAULTS = (MemberStarts, MemberCrashes, MemberRestarts, MemberLeaves, MemberStalls, MemberSubscribes,
-          PartitionsAdded, RecordsProduced, CoordinatorMoves, CoordinatorFails)
+# The faults that can move the group: every Fault but RecordsProduced, which only grows the log and
+# changes nothing the coordinator or a member's group state sees (the monitor's converges and
+# static-rejoin take these as disturbances; a producer appending every few hundred ms must not be one).
+GROUP_FAULTS = (MemberStarts, MemberCrashes, MemberRestarts, MemberLeaves, MemberStalls, MemberSubscribes,
+                PartitionsAdded, CoordinatorMoves, CoordinatorFails)
 
 # -- state ---------------------------------------------------------------------------------------
 

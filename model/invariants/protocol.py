@@ -413,12 +413,9 @@ def membership(state: SystemState) -> frozenset[tuple[str, tuple[str, ...], tupl
                       tuple(name for name, _ in m.protocols)) for m in state.group.members)
 
 
-# The faults that can move the group. Producers appending records change nothing the coordinator or
-# a member's group state sees; counting them would keep a run with a producer every few hundred ms
-# from ever being checked for ``converges`` (the count restarts at every append) or ``static-rejoin``
-# (the pending check is dropped at the next append).
-GROUP_FAULTS = tuple(kind for kind in sy.FAULTS if kind is not sy.RecordsProduced)
-_DISTURBING = (*GROUP_FAULTS, sy.MemberResumes)
+# Not producing records (sy.GROUP_FAULTS): with a producer every few hundred ms, the converges count
+# would restart at every append and a pending static-rejoin check would be dropped at the next one.
+_DISTURBING = (*sy.GROUP_FAULTS, sy.MemberResumes)
 
 
 def _disturbed(before: SystemState, action: Action, after: SystemState, events: tuple[Event, ...]) -> bool:
@@ -617,7 +614,7 @@ class Monitor:
                 if b is not None and b.generation.generation_id == NO_GENERATION and b.owned:
                     out.append(Violation(GENERATION_MONOTONIC, e["timestamp"], f"{member} reset its generation "
                                          "but revoked (rather than lost) what it owned", (member,)))
-        if isinstance(action, GROUP_FAULTS):
+        if isinstance(action, sy.GROUP_FAULTS):
             # Another fault -- a leave or a coordinator move may make the coordinator rebalance in this
             # very transition -- and the static-rejoin promise no longer applies.
             self._static.clear()

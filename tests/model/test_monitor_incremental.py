@@ -5,9 +5,8 @@ monitor that looks at everything, to show the shortcuts miss nothing."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
-from dataclasses import replace
+from dataclasses import astuple, replace
 
 from model import events as ev
 from model import system as sy
@@ -87,8 +86,7 @@ def test_the_shortcuts_report_exactly_what_looking_at_everything_reports() -> No
         for seed in seeds:
             fast, _ = walk(seed, assignors, frozenset({mutant}), steps=600, fault_rate=0.12)
             slow, _ = walk(seed, assignors, frozenset({mutant}), steps=600, fault_rate=0.12, from_scratch=True)
-            assert [dataclasses.astuple(v) for v in fast.violations] == \
-                [dataclasses.astuple(v) for v in slow.violations], f"{mutant}, seed {seed}"
+            assert [astuple(v) for v in fast.violations] == [astuple(v) for v in slow.violations], f"{mutant}, seed {seed}"
             found.update(v.invariant for v in slow.violations)
     # the comparison is not an empty one
     assert found[SINGLE_OWNER] > 20 and found[ZOMBIE_OVERLAP] > 5 and found[REVOKE_BEFORE_ASSIGN] > 20
