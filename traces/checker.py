@@ -647,7 +647,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         ended = {"revoked": "revoked it", "lost": "lost it", "shutdown": "shut down", "crashed": "crashed",
                  "killed": "was restarted", "eof": "still owned it when its trace ended"}[kind]
         evidence = [ov.new_where, where]
-        if ov.cooperative and kind == "revoked" and gen is not None and gen == ov.new_gen:
+        same_generation = ov.cooperative and kind == "revoked" and gen is not None and gen == ov.new_gen
+        if same_generation:
             self._finding("revoke-before-assign", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start,
                           window_end, evidence,
                           f"{tp_label(tp)} was assigned to {new.key} in generation {gen} before {old.key} "
@@ -668,6 +669,17 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         if src != ov.new_src and t_end - ov.start <= self.config.skew_ms:
             self.tolerated += 1
             return
+        if ov.cooperative and not same_generation and ov.new_gen is not None and ov.old_gen == ov.new_gen:
+            # Both were members of the generation that gave the partition to the new owner while the
+            # old one still held it: the broken rule is the cooperative one (KIP-429: the assignor
+            # withholds a partition until its owner revoked it; AbstractStickyAssignor keeps it with
+            # its owner in that generation). Named too, beside single-owner, so the user sees which
+            # rule failed. An owner not in that generation (a zombie, a static member left out) did
+            # not report the partition to the assignor: that overlap is single-owner's alone.
+            self._finding("revoke-before-assign", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start,
+                          window_end, evidence,
+                          f"{tp_label(tp)} was assigned to {new.key} before {old.key} {ended}; a cooperative group "
+                          f"assigns a moving partition only after its owner revoked it (KIP-429)")
         self._finding("single-owner", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start, window_end,
                       evidence,
                       f"{tp_label(tp)} was owned by both {old.key} and {new.key} for {window_end - ov.start} ms: "

@@ -75,6 +75,25 @@ def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
     return best
 
 
+def too_deep(lines: list[str]) -> int | None:
+    """The number of the first line that is JSON nested deeper than a decoder goes, if any.
+
+    Python's json decoder recurses once per level (RecursionError past about 1,000) and orjson stops
+    at 1,024: such a line is answered as ``groupspec assign`` answers it, "nested too deeply".
+    """
+    import json
+
+    for n, line in enumerate(lines, 1):
+        if line.lstrip().startswith(("{", "[")):
+            try:
+                json.loads(line)
+            except RecursionError:
+                return n
+            except ValueError:
+                continue
+    return None
+
+
 def _walk(paths: Sequence[str]) -> list[tuple[Path, str, bool]]:
     """(path, label, named explicitly) for every file, in a stable order, each once."""
     out: list[tuple[Path, str, bool]] = []
@@ -126,6 +145,9 @@ def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int |
             fmt = forced
         elif found is None:
             if explicit:
+                deep = too_deep(lines)
+                if deep is not None:
+                    raise InputError("invalid JSON: nested too deeply", source=label, line=deep)
                 first = next(line for line in lines if line.strip())
                 raise InputError(f"cannot tell the format (first line: {first[:80]!r}); "
                                  f"name it with --format ({', '.join(FORMATS)})", source=label)

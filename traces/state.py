@@ -216,7 +216,7 @@ class Overlap:
     """A partition assigned to ``new`` while ``old`` still owned it, until ``old`` lets go."""
 
     __slots__ = ("tp", "old", "new", "start", "new_src", "new_where", "new_gen", "old_member_id",
-                 "activity", "cooperative")
+                 "activity", "cooperative", "old_gen")
 
     def __init__(self, tp: TP, old: Member, new: Member, start: int, new_src: int, new_where: str,
                  new_gen: int | None, cooperative: bool) -> None:
@@ -230,6 +230,7 @@ class Overlap:
         self.old_member_id = old.member_id
         self.activity: tuple[str, str, int] | None = None  # (consumed|committed, where, ts) after start
         self.cooperative = cooperative
+        self.old_gen = old.generation  # the owner's generation when ``new`` was assigned the partition
 
 
 class RevokeRecord:

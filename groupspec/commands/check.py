@@ -1,8 +1,8 @@
 """``groupspec check FILE|DIR...``: were the rebalances in these captured traces correct?
 
 Reads every file (VerifiableConsumer / kafkatest / groupspec JSON Lines, broker ``server.log``,
-Java, librdkafka and kafka-python consumer logs; the format of each is detected), merges them in
-time order, checks every catalogue invariant the events allow and measures the rebalances. Exit
+Java, librdkafka and kafka-python consumer logs; the format of each is detected), merges the files
+of each run (each directory argument is one; :mod:`traces.runs`) in time order, checks every catalogue invariant the events allow and measures the rebalances. Exit
 0 when nothing was violated, 1 when something was, 2 when the input cannot be used (or, with
 ``--strict``, any line could not be read).
 """
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from groupspec import timefmt
 from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
 from traces.analytics import AnalyticsConfig
 from traces.checker import CheckConfig, Checker
@@ -23,6 +24,8 @@ from traces.merge import merged
 from traces.readers import FORMATS
 from traces.readers.logtime import parse_zone
 from traces.report import build
+from traces.runs import combine, require_events
+from traces.runs import split as split_runs
 from traces.schema import InputStats, TraceInputError
 
 NAME = "check"
@@ -55,6 +58,9 @@ def _zone(text: str) -> int | None:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="FILE|DIR", help="trace files, or directories of them")
+    parser.add_argument("--merge-runs", action="store_true",
+                        help="check all the inputs as one run (default: each directory argument is a run of its own, "
+                             "with its own groups, and the files named together one more)")
     parser.add_argument("--format", choices=list(FORMATS), default=None,
                         help="read every named file with this reader instead of detecting the format")
     parser.add_argument("--strict", action="store_true",
@@ -97,20 +103,40 @@ def config_from(args: argparse.Namespace) -> CheckConfig:
 
 
 def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict: bool = False,
-          naive_offset_ms: int | None = None) -> dict[str, Any]:
-    """Run the whole check and return the report data (TraceInputError on unusable input)."""
-    plan = make_plan(paths, fmt, naive_offset_ms)
-    stats = InputStats(strict=strict)
-    checker = Checker(plan.sources, config, stats, plan.callback_members)
-    checker.run(merged(plan.sources, stats))
-    checker.finish()
-    return build(plan, stats, checker, config)
+          naive_offset_ms: int | None = None, merge_runs: bool = False) -> dict[str, Any]:
+    """Run the whole check and return the report data (TraceInputError on unusable input).
+
+    Each directory argument is a run of its own, checked apart (:mod:`traces.runs`); a run from
+    which no event could be read is bad input, not a pass.
+    """
+    runs = split_runs(paths, merge_runs)
+    reports = []
+    kept = []
+    stray: list[dict[str, str]] = []
+    for one in runs:
+        plan = make_plan(list(one.paths), fmt, naive_offset_ms)
+        stats = InputStats(strict=strict)
+        checker = Checker(plan.sources, config, stats, plan.callback_members)
+        checker.run(merged(plan.sources, stats))
+        checker.finish()
+        report = build(plan, stats, checker, config)
+        if not report["input"]["events"] and one.loose and len(runs) > 1:
+            # files a shell glob put beside the directories (`real/*` names README.md too): like a
+            # directory's README, listed as ignored -- but a directory that gives nothing is an error
+            stray += [{"path": s["path"], "why": "no event read"} for s in report["input"]["sources"]]
+            continue
+        require_events(report, one)
+        reports.append(report)
+        kept.append(one)
+    combined = combine(reports, kept)
+    combined["input"]["ignored_files"] = stray + combined["input"]["ignored_files"]
+    return combined
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     try:
-        report = check(list(args.paths), config, args.format, args.strict, args.log_timezone)
+        report = check(list(args.paths), config, args.format, args.strict, args.log_timezone, args.merge_runs)
     except TraceInputError as exc:
         raise InputError(str(exc)) from None
     if args.out is not None:
@@ -145,16 +171,26 @@ def summary(report: dict[str, Any]) -> str:
         first = inp["skipped_examples"][:3]
         skipped_text += " (first at " + ", ".join(e["where"] for e in first) + ")"
     lines.append(f"read {inp['files']} file(s), {inp['events']} event(s){skipped_text}")
+    runs = inp.get("runs", [])
+    if len(runs) > 1:
+        lines.append(f"{len(runs)} runs, checked apart (--merge-runs checks them as one): "
+                     + "; ".join(f"{r['run']} ({len(r['files'])} file(s), {r['events']} event(s), {r['verdict']})"
+                                 for r in runs))
+    for o in inp.get("run_overlaps", []):
+        lines.append(f"warning: group {o['group']} is reported by runs {o['runs'][0]} and {o['runs'][1]} in "
+                     f"overlapping time ({timefmt.iso_ms(o['from'])} to {timefmt.iso_ms(o['to'])}): if they are one incident, "
+                     f"check them with --merge-runs")
     if inp["ignored_files"]:
         lines.append("ignored: " + ", ".join(f"{i['path']} ({i['why']})" for i in inp["ignored_files"][:10]))
     counts = report["finding_counts"]
+    start = inp.get("first_timestamp")
     for finding in report["findings"][:20]:
         label = "VIOLATION" if finding["severity"] == "violation" else "warning"
         members = ", ".join(finding["members"])
         parts = _tps(finding["partitions"])
         window = finding["window"]
         lines.append(f"{label} {finding['invariant']} [group {finding['group']}] "
-                     f"{members}{' ' + parts if parts else ''} at {window[0]}..{window[1]} ms")
+                     f"{members}{' ' + parts if parts else ''} at {timefmt.window(window[0], window[1], start)}")
         lines.append(f"    {finding['message']}")
         lines.append(f"    evidence: {', '.join(finding['evidence'])}"
                      + (f" ({finding['occurrences']} times)" if finding["occurrences"] > 1 else ""))

@@ -64,6 +64,8 @@ def load_scenario(source: str) -> Scenario:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON (column {exc.colno}): {exc.msg}", source=name, line=exc.lineno) from None
+    except RecursionError:  # json's decoder recurses once per level: the same answer as `assign`
+        raise InputError("invalid JSON: nested too deeply", source=name) from None
     try:
         return parse(doc)
     except ScenarioError as exc:

@@ -50,12 +50,13 @@ def write_jsonl(path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-def run(paths: list[Path] | Path, *, strict: bool = False, fmt: str | None = None, **config: Any) -> dict[str, Any]:
+def run(paths: list[Path] | Path, *, strict: bool = False, fmt: str | None = None, merge_runs: bool = False,
+        **config: Any) -> dict[str, Any]:
     """The report of ``groupspec check`` over ``paths``, with CheckConfig fields as keywords."""
     analytics = {k: config.pop(k) for k in ("gap_ms", "window_ms", "threshold", "timeline_cap") if k in config}
     cfg = CheckConfig(analytics=AnalyticsConfig(**analytics), **config)
     items = paths if isinstance(paths, list) else [paths]
-    return check([str(p) for p in items], cfg, fmt, strict, naive_offset_ms=0)
+    return check([str(p) for p in items], cfg, fmt, strict, naive_offset_ms=0, merge_runs=merge_runs)
 
 
 def run_events(tmp_path: Path, files: dict[str, list[dict[str, Any]]], **config: Any) -> dict[str, Any]:

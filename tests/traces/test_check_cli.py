@@ -36,7 +36,7 @@ def test_exit_0_when_nothing_is_violated(tmp_path: Path, capsys: pytest.CaptureF
 def test_exit_1_on_a_violation_with_where_it_happened(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(_write(tmp_path, BROKEN))]) == 1
     out = capsys.readouterr().out
-    assert "VIOLATION single-owner [group default] a, b t-0 at 200..300 ms" in out
+    assert "VIOLATION single-owner [group default] a, b t-0 at t=0.200 s for 100 ms" in out
     assert f"{tmp_path / 'b.jsonl'}:2" in out and f"{tmp_path / 'a.jsonl'}:3" in out
 
 

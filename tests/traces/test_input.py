@@ -133,7 +133,7 @@ def test_format_can_be_forced(tmp_path: Path) -> None:
 def test_same_file_names_in_two_directories_are_two_members(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "run1" / "consumer.json", GOOD)
     write_jsonl(tmp_path / "run2" / "consumer.json", [ev("startup_complete", 0), ev("partitions_assigned", 15, parts=[0])])
-    report = run([tmp_path / "run1", tmp_path / "run2"])
+    report = run([tmp_path / "run1", tmp_path / "run2"], merge_runs=True)
     members = {m["member"] for m in report["groups"]["default"]["members"]}
     assert members == {str(tmp_path / "run1" / "consumer"), str(tmp_path / "run2" / "consumer")}
     assert [f["invariant"] for f in findings(report)] == ["single-owner"]

@@ -12,7 +12,7 @@ from tests.traces.support import REAL, SAMPLES, findings, run
 from traces.detect import plan
 from traces.merge import merged
 from traces.readers.logtime import java_tp_list, leading_timestamp, parse_zone
-from traces.schema import InputStats
+from traces.schema import InputStats, TraceInputError
 
 
 def read(*paths: Path) -> tuple[list[dict[str, Any]], InputStats]:
@@ -148,9 +148,9 @@ def test_broker_log_line_that_starts_like_a_coordinator_message_but_does_not_par
                     "(kafka.coordinator.group.GroupCoordinator)\n"
                     "[2024-05-02 10:00:01,000] INFO [GroupCoordinator 1]: Preparing to rebalance group g in state "
                     "PreparingRebalance with old generation x (kafka.coordinator.group.GroupCoordinator)\n")
-    report = run(path)
-    assert report["input"]["skipped"] == {"unparsed-log-line": 1}
-    assert report["input"]["skipped_examples"][0]["where"].endswith("server.log:2")
+    with pytest.raises(TraceInputError, match=r"no event read: 1 line\(s\) skipped \(unparsed-log-line 1; first at "
+                                              r".*server\.log:2\)"):
+        run(path)  # nothing but that line: nothing was checked, which is no pass
 
 
 # ------------------------------------------------------------------ Java consumer logs

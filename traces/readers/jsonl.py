@@ -30,6 +30,7 @@ from typing import Any
 from model import events as ev
 from traces.readers.logtime import parse_datetime_text
 from traces.schema import (
+    BAD_FIELD,
     BAD_TIMESTAMP,
     BINARY,
     EVENT_NAMES,
@@ -91,6 +92,37 @@ def classify_bad_line(raw: bytes) -> str | None:
     return INVALID_JSON
 
 
+def commit_field_error(obj: dict[str, Any]) -> str | None:
+    """What is wrong with an ``offsets_committed`` event's fields (docs/trace-format.md), or None.
+
+    ``offsets`` is a list of ``{"topic", "partition", "offset"}`` with a string topic and integer
+    partition and offset (``"offset": "ten"`` is no commit of anything); ``success`` is true or false.
+    Checked here, before the checker counts the commit, so ``--strict`` refuses it.
+    """
+    offsets = obj.get("offsets", [])
+    if not isinstance(offsets, list):
+        return "offsets is not a list"
+    for item in offsets:
+        if not isinstance(item, dict):
+            return f"offsets has an entry that is not an object: {item!r:.60}"
+        topic, partition, offset = item.get("topic"), item.get("partition"), item.get("offset")
+        if not isinstance(topic, str) or type(partition) is not int:
+            return f"offsets has an entry with a bad topic or partition: {item!r:.60}"
+        if type(offset) is not int:
+            return f"offset of {topic}-{partition} is not an integer: {offset!r:.40}"
+    success = obj.get("success", True)
+    if not isinstance(success, bool):
+        return f"success is not true or false: {success!r:.40}"
+    return None
+
+
+def nesting_detail(exc: Exception, raw: bytes) -> str:
+    """What a bad line's example says: "nested too deeply" (as ``groupspec assign`` says it) or its start."""
+    if isinstance(exc, RecursionError) or "depth limit" in str(exc) or "recursion" in str(exc).lower():
+        return "nested too deeply: " + preview(raw)[:40]
+    return preview(raw)
+
+
 def preview(raw: bytes) -> str:
     return raw[:80].decode("utf-8", "replace").rstrip("\r\n")
 
@@ -131,11 +163,17 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                     dropped += 1
                     stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
                     continue
-            except ValueError:
+                if name == committed:
+                    bad = commit_field_error(obj)
+                    if bad is not None:  # the whole commit is refused: half a commit is no commit
+                        dropped += 1
+                        stats.skip(source, n, BAD_FIELD, f"{committed}: {bad}")
+                        continue
+            except (ValueError, RecursionError) as exc:  # RecursionError: json (not orjson) on deep nesting
                 dropped += 1
                 reason = classify_bad_line(raw)
                 if reason is not None:
-                    stats.skip(source, n, reason, preview(raw))
+                    stats.skip(source, n, reason, nesting_detail(exc, raw))
                 continue
             except (KeyError, TypeError):  # no "name", an unhashable one, or not an object at all
                 dropped += 1
@@ -178,7 +216,7 @@ def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
         if text.startswith("{"):
             try:
                 obj = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deeply, not an event
                 obj = None
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
             bad += 1  # bad lines are the reader's to count, not a reason to refuse the file, unless most are
