@@ -74,17 +74,52 @@ def event_table(events: Sequence[Mapping[str, Any]], caption: str) -> Table:
     return Table(_EVENT_COLUMNS, rows, caption=caption)
 
 
-def _summary(doc: Mapping[str, Any]) -> list[Block]:
+def proved_forms(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """For each finding (a catalogue predicate that fails in the correct model), what is proved instead.
+
+    ``{finding id: {"invariant", "obligations": [ids of the obligations that prove the weaker form]}}``:
+    the obligations of that invariant the finding names (its statement or explanation says "the
+    per-generation form proved by protocol-single-owner"), else every obligation of the invariant.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for f in doc.get("findings") or []:
+        inv = f.get("invariant")
+        text = f"{f.get('statement', '')} {f.get('explanation', '')}"
+        same = [e["id"] for e in doc["obligations"] if e["invariant"] == inv]
+        named = [i for i in same if i in text]
+        out[f["id"]] = {"invariant": inv, "obligations": named or same}
+    return out
+
+
+def headline(doc: Mapping[str, Any]) -> str:
+    """The report's first line: what was proved, named by what is proved rather than by the catalogue's id
+    when a finding says the catalogue's predicate itself does not hold."""
     s = doc["summary"]
     verdict = "HELD" if doc.get("held") else "NOT HELD"
-    lines = [f"{verdict}: {s['proved']} of {s['obligations']} obligations proved, {s['refuted']} of "
-             f"{s['mutants']} mutants refuted, with {doc['solver']} (timeout {doc['timeout_ms']} ms per query, "
-             f"seed {doc['seed']}{', --deep' if doc.get('deep') else ''}). Slowest unbounded obligation: "
+    text = f"{verdict}: {s['proved']} of {s['obligations']} obligations proved, {s['refuted']} of {s['mutants']} " \
+           f"mutants refuted"
+    forms = proved_forms(doc)
+    if forms:
+        text += "; " + "; ".join(
+            f"the catalogue's {v['invariant']} does not hold in the correct model (finding {fid}, a known Kafka "
+            f"behaviour) -- what is proved is {', '.join(v['obligations'])}" for fid, v in forms.items())
+    return text + "."
+
+
+def _summary(doc: Mapping[str, Any]) -> list[Block]:
+    s = doc["summary"]
+    lines = [headline(doc),
+             f"Solver {doc['solver']} (timeout {doc['timeout_ms']} ms per query, seed {doc['seed']}"
+             f"{', --deep' if doc.get('deep') else ''}). Slowest unbounded obligation: "
              f"{s['unbounded_max_seconds']:.2f} s; total solver and replay time: {s['total_seconds']:.1f} s."]
+    weakened = {ob: fid for fid, v in proved_forms(doc).items() for ob in v["obligations"]}
     ob_rows = []
     for e in doc["obligations"]:
         reached = e.get("deep", {}).get("reached")
-        ob_rows.append([e["id"], e["invariant"], e["scope"], _fmt_bounds(reached or e["bounds"]), e["status"],
+        invariant = e["invariant"]
+        if e["id"] in weakened:
+            invariant = f"{invariant}, per-generation form {e['id']} (the catalogue's form: see {weakened[e['id']]})"
+        ob_rows.append([e["id"], invariant, e["scope"], _fmt_bounds(reached or e["bounds"]), e["status"],
                         f"{e['seconds']:.2f}", ", ".join(e["refutes"]) or ("-" if not e["mutants"] else "none")])
     mu_rows = [[m["name"], m["where"], m["status"], ", ".join(m["refuted_by"]) or "-", m.get("invariant") or "-",
                 len(m["counterexample"])] for m in doc["mutants"]]

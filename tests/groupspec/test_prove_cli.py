@@ -98,3 +98,29 @@ def test_unwritable_out_is_bad_usage(tmp_path: Path) -> None:
     target = tmp_path / "file"
     target.write_text("not a directory")
     assert main(["prove", "--out", str(target / "sub"), "--quiet", "--only", "range-exact-cover"]) == 2
+
+
+def test_proof_headline_names_the_proved_form_when_the_catalogue_form_fails() -> None:
+    """A finding says the catalogue's single-owner fails in the correct model: the headline must not say
+    "single-owner proved" but name what is proved, by the obligation's own id."""
+    from groupspec.proof_report import build_document, headline
+    from groupspec.render import to_markdown
+
+    doc = {"held": True, "solver": "z3", "timeout_ms": 1, "seed": 0,
+           "summary": {"obligations": 2, "proved": 2, "mutants": 0, "refuted": 0, "unbounded_max_seconds": 0.1,
+                       "total_seconds": 0.2},
+           "obligations": [_ob("protocol-single-owner"), _ob("replay-tie")], "mutants": [], "assumptions": [],
+           "findings": [{"id": "static-member-stale-ownership", "invariant": "single-owner",
+                         "statement": "single_owner does not hold in the correct model",
+                         "explanation": "the per-generation form proved by protocol-single-owner holds"}]}
+    text = headline(doc)
+    assert "what is proved is protocol-single-owner" in text and "replay-tie" not in text
+    assert "the catalogue's single-owner does not hold in the correct model (finding static-member-stale-ownership" in text
+    md = to_markdown(build_document(doc))
+    assert "| protocol-single-owner | single-owner, per-generation form protocol-single-owner" in md
+
+
+def _ob(ident: str) -> dict:
+    return {"id": ident, "invariant": "single-owner", "scope": "unbounded", "bounds": {}, "status": "proved",
+            "seconds": 0.1, "refutes": [], "mutants": [], "statement": "s", "summary": "", "source": "x",
+            "assumptions": [], "queries": []}
