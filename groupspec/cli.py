@@ -26,9 +26,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message}\n")
 
 
+def version_text() -> str:
+    """``groupspec 0.1.0 (Python 3.11.7, z3 4.15.4)``: the tool, and what its proofs ran on."""
+    import platform
+
+    from groupspec import __version__
+
+    try:
+        from importlib.metadata import version
+
+        z3 = f", z3 {version('z3-solver')}"
+    except Exception:  # noqa: BLE001 -- z3 missing or not installed as a distribution: say nothing of it
+        z3 = ""
+    return f"groupspec {__version__} (Python {platform.python_version()}{z3})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="groupspec",
                      description="Kafka consumer-group rebalancing: model, proofs, conformance, trace checking.")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for module in _command_modules():

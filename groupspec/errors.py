@@ -1,4 +1,4 @@
-"""Errors the command line turns into exit codes (DESIGN.md: 0 held, 1 violation, 2 bad input)."""
+"""Errors the command line turns into exit codes (docs/design.md: 0 held, 1 violation, 2 bad input)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,23 @@ class InputError(Exception):
         if line is not None:
             where = f"{where}:{line}" if where else f"line {line}"
         super().__init__(f"{where}: {message}" if where else message)
+
+
+def writable_dir(path: object, option: str = "--out") -> None:
+    """Refuse an output directory that cannot be written *before* the work that would fill it.
+
+    Creates it (and its parents) if missing, then writes and removes a probe file: the one test that
+    answers for permissions, read-only mounts and a file standing where the directory should be.
+    """
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(str(path))
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".groupspec-probe-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{option} {target}: cannot write there ({exc.strerror or exc})") from None

@@ -1,4 +1,4 @@
-"""Trace events: the JSON Lines format every trace in groupspec uses (DESIGN.md, "Formats" 2).
+"""Trace events: the JSON Lines format every trace in groupspec uses (docs/design.md, "Formats" 2).
 
 A superset of Apache Kafka's VerifiableConsumer output (tools/.../VerifiableConsumer.java), so a
 file VerifiableConsumer printed is a valid trace as it is. Every event is a plain ``dict`` with

@@ -1,6 +1,6 @@
 """The check report as data: the JSON document ``groupspec check --json`` prints and ``--out`` writes.
 
-Shape (DESIGN.md, "Reports")::
+Shape (docs/design.md, "Formats" 5)::
 
     {"tool": "groupspec check", "verdict": "violation" | "warning" | "held",
      "findings": [{"invariant", "severity", "group", "members", "partitions", "window": [t0, t1],

@@ -1,6 +1,6 @@
 """The trace events the checker consumes, where each came from, and what was wrong with a line.
 
-Every reader turns its format into the events of :mod:`model.events` (DESIGN.md, "Formats" 2): a
+Every reader turns its format into the events of :mod:`model.events` (docs/design.md, "Formats" 2): a
 ``dict`` with ``name`` and ``timestamp`` (ms since the epoch) and, per name, the fields Apache
 Kafka's VerifiableConsumer prints (``partitions`` as ``{"topic", "partition"}`` objects;
 ``records_consumed`` partitions also carry ``count``, ``minOffset``, ``maxOffset``;

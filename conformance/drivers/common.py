@@ -2,7 +2,7 @@
 
 A driver is one consumer process. It is started by :mod:`conformance.drivers.process` as
 ``python -m conformance.drivers.<client> --bootstrap ... --group ... --member NAME --events FILE``
-and writes what its client did as groupspec trace events (JSON Lines, DESIGN.md "Formats" 2, names
+and writes what its client did as groupspec trace events (JSON Lines, docs/design.md "Formats" 2, names
 from :mod:`model.events`), one line per event, flushed at once so that a process killed with
 SIGKILL leaves a trace that ends where it died. The client library's own log goes to the
 driver's stderr, which the parent redirects to a file.

@@ -48,6 +48,67 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="switch on an assignor mutant (repeatable); see model/mutants.py")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="also write assign.json, assign.md and assign.html into DIR")
+    parser.add_argument("--quiet", action="store_true", help="no summary for people on stderr (the JSON only)")
+
+
+def _tp_text(tp: dict[str, Any]) -> str:
+    return f"{tp['topic']}-{tp['partition']}"
+
+
+def _tp_list(tps: list[str], limit: int = 8) -> str:
+    if not tps:
+        return "nothing"
+    shown = ", ".join(tps[:limit])
+    return shown + (f" and {len(tps) - limit} more" if len(tps) > limit else "")
+
+
+def summary(parsed: ParsedProblem, data: dict[str, Any], limit: int = 20) -> str:
+    """A few lines for people, written beside the JSON (on stderr): who gets what, what moves, what held."""
+    lines = []
+    if data.get("assignment") is None:
+        return f"{parsed.strategy}: the assignor fails on this input, as Kafka's does: {data.get('assignor_failure')}\n"
+    owner_before = {}
+    for sub in parsed.problem.subscriptions:
+        for tp in sub.owned:
+            owner_before.setdefault(f"{tp.topic}-{tp.partition}", sub.member_id)
+    assignment = data["assignment"]
+    total = sum(len(v) for v in assignment.values())
+    lines.append(f"{parsed.strategy}{' with mutant ' + ', '.join(data['mutants']) if data['mutants'] else ''}: "
+                 f"{len(assignment)} member(s), {total} partition(s) assigned")
+    for i, (member, tps) in enumerate(assignment.items()):
+        if i == limit:
+            lines.append(f"  ... and {len(assignment) - limit} more member(s)")
+            break
+        names = [_tp_text(tp) for tp in tps]
+        kept = sum(1 for n in names if owner_before.get(n) == member)
+        lines.append(f"  {member}: {_tp_list(names)}" + (f" ({kept} kept)" if owner_before and names else ""))
+    moved = []
+    for member, tps in assignment.items():
+        for tp in tps:
+            name = _tp_text(tp)
+            before = owner_before.get(name)
+            if before is not None and before != member:
+                moved.append(f"{name} {before} -> {member}")
+    transferring = [_tp_text(tp) for tp in data.get("transferring", [])]
+    if moved:
+        lines.append(f"moves: {_tp_list(moved)}")
+    if transferring:
+        lines.append(f"withheld while they change owner (revoked now, assigned in the next rebalance): "
+                     f"{_tp_list(transferring)}")
+    if not moved and not transferring and owner_before:
+        lines.append("moves: none")
+    held = [inv for inv in data["promised"] if inv not in data["violated"]]
+    line = f"held: {', '.join(held) or 'nothing promised'}"
+    if data["violated"]:
+        line = f"VIOLATED: {', '.join(data['violated'])}; " + line
+    lines.append(line)
+    unmet = [inv for inv, ok in data["invariants"].items() if not ok and inv not in data["promised"]]
+    if unmet:
+        lines.append(f"not promised by {parsed.strategy} here, and not met: {', '.join(unmet)}")
+    st = data.get("stickiness") or {}
+    if "kept" in st:
+        lines.append(f"stickiness: kept {st['kept']} of an optimum {st['optimum']} (gap {st['gap']})")
+    return "\n".join(lines) + "\n"
 
 
 def assignor_mutants(names: list[str]) -> frozenset[str]:
@@ -120,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
     parsed = load(args.problem)
     code, data, document = evaluate(parsed, mutants)
     sys.stdout.write(dumps(data) + "\n")
+    if not args.quiet:
+        sys.stderr.write(summary(parsed, data))
     if args.out is not None:
         try:
             write_report(args.out, "assign", data, document())

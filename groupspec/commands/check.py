@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from groupspec import timefmt
-from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
+from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError, writable_dir
 from traces.analytics import AnalyticsConfig
 from traces.checker import CheckConfig, Checker
 from traces.detect import plan as make_plan
@@ -135,6 +135,8 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
+    if args.out is not None:
+        writable_dir(args.out)
     try:
         report = check(list(args.paths), config, args.format, args.strict, args.log_timezone, args.merge_runs)
     except TraceInputError as exc:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
+from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError, writable_dir
 
 NAME = "prove"
 HELP = "prove the model's invariants with Z3, refute its mutants, write the proof report"
@@ -225,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--timeout-ms: must be a positive number of milliseconds")
     if args.deep_budget <= 0:
         raise InputError("--deep-budget: must be a positive number of seconds")
+    writable_dir(out_dir)  # before a minute of proving, not after
     doc = run_proofs(args.only, deep=args.deep, deep_budget_s=args.deep_budget, timeout_ms=args.timeout_ms,
                      seed=args.seed, progress=progress)
     try:

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
+from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError, writable_dir
 from groupspec.render import Document, Section, Table, write_report
 
 NAME = "verify"
@@ -309,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
     examples: Path = args.examples
     if not examples.is_dir():
         raise InputError(f"--examples {examples}: not a directory")
+    writable_dir(out)
     start = time.monotonic()
     data: dict[str, Any] = {"parts": []}
 

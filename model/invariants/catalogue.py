@@ -1,4 +1,4 @@
-"""The invariant catalogue of DESIGN.md: one id per invariant, used by the model, the checker,
+"""The invariant catalogue of docs/design.md: one id per invariant, used by the model, the checker,
 the proofs, the Spark jobs and every report. Ids are never reused or renamed.
 """
 

@@ -9,7 +9,7 @@ answer it needs:
 
 Z3 may also answer ``unknown`` (timeout, incompleteness of quantifier instantiation). That is
 never read as success: the obligation is then ``unknown``, and the proof report counts it as a
-failure (DESIGN.md, "Every Z3 call has a timeout; unknown is a failure").
+failure (docs/design.md, "Real components": every query has a timeout and unknown is a failure).
 
 :class:`Prover` collects the queries of one obligation and turns them into one status. It is pure
 in the sense the model needs: no I/O and no clock; Z3's own timeout is a solver parameter.

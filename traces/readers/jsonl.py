@@ -1,6 +1,6 @@
 """JSON Lines: groupspec's own traces, Apache Kafka's VerifiableConsumer, confluent-kafka's kafkatest.
 
-One reader for three producers of the same shape (DESIGN.md, "Formats" 2):
+One reader for three producers of the same shape (docs/design.md, "Formats" 2):
 
 - **VerifiableConsumer** (Apache Kafka, tools/src/main/java/org/apache/kafka/tools/VerifiableConsumer.java)
   prints one JSON object per line on stdout: ``{"timestamp": ms, "name": ..., ...}`` with
