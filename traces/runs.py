@@ -166,11 +166,34 @@ def combine(reports: list[dict[str, Any]], runs: list[Run]) -> dict[str, Any]:
             "ignored_files": [f for i in inputs for f in i["ignored_files"]],
             "runs": entries,
             "run_overlaps": overlaps(entries),
+            "activity": _activity([i.get("activity") for i in inputs]),
         },
         "groups": groups,
         "delivery": _delivery([p.get("delivery") for p in parts]),
         "config": parts[0]["config"],
     }
+
+
+def _activity(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The runs' events-per-interval counts on one time axis (the coarsest interval of them)."""
+    present = [a for a in parts if a and a.get("counts")]
+    if not present:
+        return None
+    bin_ms = max(a["bin_ms"] for a in present)
+    start = min(a["start"] for a in present)
+    counts: Counter[int] = Counter()
+    for a in present:
+        for i, n in enumerate(a["counts"]):
+            counts[(a["start"] + i * a["bin_ms"] - start) // bin_ms] += n
+    size = max(counts) + 1
+    if size > 400:  # runs far apart in time: coarser intervals keep the list short
+        factor = -(-size // 400)
+        bin_ms *= factor
+        merged: Counter[int] = Counter()
+        for k, n in counts.items():
+            merged[k // factor] += n
+        counts, size = merged, max(merged) + 1
+    return {"start": start, "bin_ms": bin_ms, "counts": [counts.get(i, 0) for i in range(size)]}
 
 
 def _unchecked(parts: list[dict[str, Any]], runs: list[Run]) -> list[dict[str, Any]]:

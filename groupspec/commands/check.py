@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from traces.readers.logtime import parse_zone
 from traces.report import build
 from traces.runs import combine, require_events
 from traces.runs import split as split_runs
-from traces.schema import InputStats, TraceInputError
+from traces.schema import InputStats, Located, TraceInputError
 
 NAME = "check"
 HELP = "check captured traces (VerifiableConsumer JSON, broker and client logs) against the invariants"
@@ -117,9 +119,11 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
         plan = make_plan(list(one.paths), fmt, naive_offset_ms)
         stats = InputStats(strict=strict)
         checker = Checker(plan.sources, config, stats, plan.callback_members)
-        checker.run(merged(plan.sources, stats))
+        per_second: Counter[int] = Counter()
+        checker.run(_counted(merged(plan.sources, stats), per_second))
         checker.finish()
         report = build(plan, stats, checker, config)
+        report["input"]["activity"] = activity(per_second)
         if not report["input"]["events"] and one.loose and len(runs) > 1:
             # files a shell glob put beside the directories (`real/*` names README.md too): like a
             # directory's README, listed as ignored -- but a directory that gives nothing is an error
@@ -131,6 +135,25 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
     combined = combine(reports, kept)
     combined["input"]["ignored_files"] = stray + combined["input"]["ignored_files"]
     return combined
+
+
+def _counted(located: Iterable[Located], per_second: Counter[int]) -> Iterator[Located]:
+    """The events as they go by, counted per second of their time (the report's activity plot)."""
+    for item in located:
+        per_second[item[0] // 1000] += 1
+        yield item
+
+
+def activity(per_second: Counter[int], bins: int = 120) -> dict[str, Any]:
+    """Events per interval: ``{"start": ms, "bin_ms": ms, "counts": [...]}``, at most ``bins`` intervals."""
+    if not per_second:
+        return {"start": None, "bin_ms": 1000, "counts": []}
+    lo, hi = min(per_second), max(per_second)
+    width = max(1, -(-(hi - lo + 1) // bins))  # seconds per interval, rounded up
+    counts = [0] * ((hi - lo) // width + 1)
+    for second, n in per_second.items():
+        counts[(second - lo) // width] += n
+    return {"start": lo * 1000, "bin_ms": width * 1000, "counts": counts}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -223,107 +246,13 @@ def summary(report: dict[str, Any]) -> str:
 
 
 def document(report: dict[str, Any]) -> Any:
-    """The report for people, as a groupspec.render Document."""
-    from groupspec.render import Document, Section, Table, Timeline
+    """The report for people, as a groupspec.render Document (groupspec.check_report)."""
+    from groupspec.check_report import document as build_document
 
-    inp = report["input"]
-    blocks: list[Any] = [
-        f"Verdict: {report['verdict']}. Read {inp['files']} file(s), {inp['events']} event(s), "
-        f"{sum(inp['skipped'].values())} line(s) skipped, {inp['tolerated_overlaps']} overlap(s) within the "
-        f"clock-skew tolerance of {report['config']['skew_ms']} ms.",
-    ]
-    rows = [[f["severity"], f["invariant"], f["group"], ", ".join(f["members"]), _tps(f["partitions"]),
-             f"{f['window'][0]}..{f['window'][1]}", ", ".join(f["evidence"]), f["occurrences"], f["message"]]
-            for f in report["findings"]]
-    finding_blocks: list[Any] = ["No violation and no warning."]
-    if rows:
-        finding_blocks = [
-            Table(["severity", "invariant", "group", "members", "partitions", "window (ms)", "evidence", "times",
-                   "what happened"], rows),
-            Table(["invariant", "findings"], [[k, v] for k, v in report["finding_counts"].items()],
-                  caption="All findings per invariant (the list above keeps the first ones)"),
-        ]
-    blocks.append(Section("Findings", finding_blocks))
-    blocks.append(Section("What was checked", [
-        Table(["invariant", "times exercised"],
-              [[inv, report["opportunities"].get(inv, 0)] for inv in report["checked"]]),
-        Table(["invariant", "why not (fully) checked"],
-              [[u["invariant"] + (" (partly)" if u["partial"] else ""), u["reason"]] for u in report["unchecked"]]),
-    ]))
-    delivery = report.get("delivery")
-    if delivery is not None:
-        blocks.append(Section("Delivery: records consumed again at a handoff", _delivery_blocks(delivery)))
-    input_blocks: list[Any] = [
-        Table(["file", "format", "member", "events"],
-              [[s["path"], s["format"], s["member"], s["events"]] for s in inp["sources"]]),
-    ]
-    if inp["skipped"]:
-        input_blocks.append(Table(["reason", "lines"], [[k, v] for k, v in inp["skipped"].items()],
-                                  caption="Lines that could not be used"))
-        input_blocks.append(Table(["where", "reason", "detail"],
-                                  [[e["where"], e["reason"], e.get("detail", "")] for e in inp["skipped_examples"]],
-                                  caption="The first of them"))
-    if inp["ignored_files"]:
-        input_blocks.append(Table(["file", "why ignored"], [[i["path"], i["why"]] for i in inp["ignored_files"]]))
-    blocks.append(Section("Input", input_blocks))
-    for name, group in report["groups"].items():
-        rebalances = [[r["start"], r["duration_ms"], r["generation"], r["source"], "; ".join(r["reasons"]),
-                       r["moved"], ", ".join(f"{m} {ms} ms" for m, ms in r["paused_ms"].items()),
-                       r["max_unowned_ms"]] for r in group["rebalances"]]
-        group_blocks: list[Any] = [
-            Table(["member", "member id", "protocol", "generation", "events", "restarts", "owned at the end"],
-                  [[m["member"], m["member_id"], m["protocol"], m["generation"], m["events"], m["restarts"],
-                    ", ".join(m["owned_at_end"])] for m in group["members"]], caption="Members"),
-            Table(["start (ms)", "duration (ms)", "generation", "from", "reasons", "moved", "paused",
-                   "max unowned (ms)"], rebalances,
-                  caption=f"Rebalances ({group['rebalance_count']}"
-                          f"{', only the first shown' if group['rebalances_truncated'] else ''})"),
-        ]
-        if group["storms"]:
-            group_blocks.append(Table(["from (ms)", "to (ms)", "rebalances", "per minute"],
-                                      [[s["start"], s["end"], s["rebalances"], s["per_minute"]]
-                                       for s in group["storms"]], caption="Rebalance storms"))
-        lanes = {lane: [(iv[0], iv[1], iv[2]) for iv in ivs] for lane, ivs in group["timeline"].items()}
-        if lanes:
-            group_blocks.append(Timeline(f"Who owned which partition when, group {name}"
-                                         + (" (truncated)" if group["timeline_truncated"] else ""), lanes))
-        blocks.append(Section(f"Group {name}", group_blocks))
-    return Document("groupspec check", blocks)
-
-
-def _delivery_blocks(delivery: dict[str, Any]) -> list[Any]:
-    """The measure handoff-duplicates: totals, where the duplicates came from, per partition, per handoff."""
-    from groupspec.render import Table
-
-    blocks: list[Any] = [
-        f"{delivery['handoffs']} handoff(s) measured (a partition let go by one owner and consumed by the next); "
-        f"{delivery['duplicates']} record(s) were consumed again, in {delivery['handoffs_with_duplicates']} of them. "
-        f"Kafka's at-least-once delivery allows this: the new owner starts at the committed offset, so what the "
-        f"previous owner consumed after its last commit is read twice."
-        + (f" {delivery['handoffs_unmeasured']} handoff(s) could not be measured (the previous owner's offsets "
-           f"were not in the trace)." if delivery["handoffs_unmeasured"] else ""),
-    ]
-    if delivery["duplicates_by_cause"]:
-        blocks.append(Table(["cause", "records consumed again", "what the trace showed"],
-                            [[k, v, delivery["causes"].get(k, "")] for k, v in delivery["duplicates_by_cause"].items()],
-                            caption="Where the duplicates came from"))
-    if delivery["per_partition"]:
-        blocks.append(Table(["group", "partition", "handoffs", "records consumed again"],
-                            [[r["group"], f"{r['topic']}-{r['partition']}", r["handoffs"], r["duplicates"]]
-                             for r in delivery["per_partition"]], caption="Per partition"))
-    if delivery["handoff_examples"]:
-        blocks.append(Table(
-            ["partition", "from", "to", "at (ms)", "new owner's first offset", "previous owner's position",
-             "committed", "records consumed again", "cause", "evidence"],
-            [[f"{h['topic']}-{h['partition']}", h["from"], h["to"], h["at"], h["start"], h["previous_position"],
-              h["committed"], h["duplicates"], h["detail"], ", ".join(h["evidence"])]
-             for h in delivery["handoff_examples"]],
-            caption="Handoffs with duplicates" + (" (the first ones)" if delivery["handoff_examples_truncated"]
-                                                  else "")))
-    return blocks
+    return build_document(report)
 
 
 def write(report: dict[str, Any], out_dir: Path) -> list[Path]:
-    from groupspec.render import write_report
+    from groupspec.check_report import write as write_check_report
 
-    return write_report(out_dir, "report", report, document(report))
+    return write_check_report(report, out_dir)

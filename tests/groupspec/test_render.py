@@ -35,8 +35,8 @@ def test_markdown_table_cells_cannot_break_the_table():
 
 def test_markdown_timeline_lists_open_intervals_and_unowned_lanes():
     md = to_markdown(_doc())
-    assert "c1 [0, 100)" in md
-    assert "[150, end)" in md
+    assert "c1 +0 ms to +100 ms" in md
+    assert "+150 ms to the end" in md
     assert "(never owned)" in md
 
 
