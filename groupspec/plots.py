@@ -30,16 +30,16 @@ def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _nice_max(value: float) -> float:
-    if value <= 0:
-        return 1.0
+def _nice_max(value: float, divisions: int = 4) -> float:
+    """The top of the y axis: a round step (1, 2, 5 x 10^k; clock steps for times) times ``divisions``."""
     import math
 
-    exp = 10 ** math.floor(math.log10(value))
-    for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if value <= m * exp:
-            return m * exp
-    return 10 * exp
+    if value <= 0:
+        return float(divisions)
+    raw = value / divisions
+    exp = 10 ** math.floor(math.log10(raw))
+    step = next(m * exp for m in (1, 2, 2.5, 5, 10) if raw <= m * exp)
+    return step * math.ceil(value / step - 1e-9)
 
 
 def _frame(title: str, inner: list[str], height: int = H) -> str:
@@ -53,6 +53,8 @@ def _y_axis(vmax: float, fmt: Callable[[float], str], unit_label: str) -> list[s
     for k in range(5):
         v = vmax * k / 4
         y = H - BOTTOM - (H - TOP - BOTTOM) * k / 4
+        if k and abs(v - round(v)) > 1e-9 and v < 10:  # a count axis does not label fractions
+            continue
         out.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
         out.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_esc(fmt(v))}</text>')
     out.append(f'<text class="tick" x="4" y="{TOP - 4}">{_esc(unit_label)}</text>')
@@ -66,7 +68,7 @@ def _time_axis(lo: int, hi: int, start: int) -> tuple[Callable[[float], float], 
         return LEFT + (t - lo) * (W - LEFT - RIGHT) / span
 
     out = [f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{H - BOTTOM}" y2="{H - BOTTOM}" stroke="#999"/>']
-    for t in ticks(lo, hi):
+    for t in ticks(lo, hi, origin=start):
         tx = x(t)
         rel, clock = tick_labels(t, start)
         anchor = "start" if tx < LEFT + 20 else ("end" if tx > W - RIGHT - 20 else "middle")

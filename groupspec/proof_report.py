@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from groupspec import timefmt
-from groupspec.render import Band, Block, Document, Section, Table, Timeline, write_report
-from groupspec.timeline import pauses
+from groupspec.render import Block, Document, Section, Table, Timeline, write_report
+from groupspec.timeline import from_events
 
 
 def _fmt_bounds(bounds: Mapping[str, Any]) -> str:
@@ -25,61 +25,10 @@ def _tp(p: Mapping[str, Any]) -> str:
     return f"{p.get('topic')}-{p.get('partition')}"
 
 
-def _bands(events: Sequence[Mapping[str, Any]]) -> list[Band]:
-    """Rebalances as bands: from the coordinator's coordinator_rebalance to its next coordinator_stable."""
-    bands: list[Band] = []
-    open_at: int | None = None
-    for e in events:
-        name, t = e.get("name"), int(e.get("timestamp", 0))
-        if name == "coordinator_rebalance" and open_at is None:
-            open_at = t
-        elif name == "coordinator_stable" and open_at is not None:
-            bands.append(Band(open_at, t, f"rebalance to generation {e.get('generation')}"))
-            open_at = None
-    if open_at is not None:
-        bands.append(Band(open_at, None, "rebalance (not finished)"))
-    return bands
-
-
 def ownership_timeline(events: Sequence[Mapping[str, Any]], title: str) -> Timeline:
-    """Who owned which partition when, from partitions_assigned / _revoked / _lost / shutdown events.
-
-    Double ownership -- what a counterexample usually proves -- shows as two owners in two sub-rows
-    of one partition's row, the overlap hatched red (groupspec.timeline)."""
-    open_: dict[tuple[str, str], int] = {}
-    lanes: dict[str, list[tuple[int, int | None, str]]] = {}
-    for e in events:
-        name, member, t = e.get("name"), str(e.get("member", "?")), int(e.get("timestamp", 0))
-        parts = [_tp(p) for p in e.get("partitions", ())]
-        if name == "partitions_assigned":
-            for tp in parts:
-                lanes.setdefault(tp, [])
-                open_.setdefault((tp, member), t)
-        elif name == "group_joined" and e.get("owned"):
-            # what a member says it owns when it joins (its JoinGroup's owned partitions, KIP-429): an
-            # assignor counterexample starts from these claims, so they are ownership too
-            for tp in (_tp(p) for p in e["owned"]):
-                lanes.setdefault(tp, [])
-                open_.setdefault((tp, member), t)
-        elif name in ("partitions_revoked", "partitions_lost"):
-            for tp in parts:
-                start = open_.pop((tp, member), None)
-                if start is not None:
-                    lanes.setdefault(tp, []).append((start, t, member))
-        elif name == "shutdown_complete":
-            for (tp, who), start in list(open_.items()):
-                if who == member:
-                    lanes.setdefault(tp, []).append((start, t, who))
-                    del open_[(tp, who)]
-    for (tp, who), start in open_.items():
-        lanes.setdefault(tp, []).append((start, None, who))
-
-    def order(iv: tuple[int, int | None, str]) -> tuple[int, int, str]:
-        return (iv[0], iv[1] if iv[1] is not None else 2**62, iv[2])
-
-    lanes_sorted = {tp: sorted(ivs, key=order) for tp, ivs in sorted(lanes.items())}
-    bands = _bands(events)
-    return Timeline(title, lanes_sorted, bands, pauses(lanes_sorted, bands), start=0)
+    """A counterexample's ownership timeline (groupspec.timeline.from_events): double ownership, what a
+    counterexample usually proves, shows as two owners in two sub-rows of one row, hatched red."""
+    return from_events(events, title)
 
 
 _EVENT_COLUMNS = ["#", "time", "event", "member", "generation", "partitions", "details"]

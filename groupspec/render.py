@@ -141,9 +141,9 @@ p.headline{font-size:1.1rem;font-weight:600;padding:.6rem .8rem;border-radius:6p
 p.headline.ok{border-color:#1a7f37;background:#eef8f0} p.headline.bad{border-color:#c62828;background:#fdecea}
 p.headline.warn{border-color:#bf8700;background:#fff8c5}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.88rem;max-width:100%;table-layout:auto}
-th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere;
- word-break:break-word;min-width:3.5rem}
-th{background:#f6f8fa;white-space:nowrap} caption{text-align:left;font-style:italic;padding:.25rem 0}
+th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
+td.long{overflow-wrap:anywhere}
+th{background:#f6f8fa;overflow-wrap:normal} p.caption{font-style:italic;margin:.8rem 0 .2rem}
 td.ok{color:#1a7f37;font-weight:600} td.bad{color:#c62828;font-weight:600}
 tr:nth-child(even) td{background:#fafbfc}
 figure{margin:1rem 0 1.5rem;max-width:100%} figcaption{font-style:italic;margin-bottom:.3rem}
@@ -179,18 +179,22 @@ def _html_value(value: Any) -> str:
 
 def _html_cell(value: Any, tag: str = "td") -> str:
     text = "" if value is None or isinstance(value, list | tuple) else str(value)
-    cls = ""
+    classes = []
     if tag == "td" and text.lower() in _GOOD:
-        cls = ' class="ok"'
+        classes.append("ok")
     elif tag == "td" and text.lower() in _BAD:
-        cls = ' class="bad"'
+        classes.append("bad")
+    words = (str(v) for v in value) if isinstance(value, list | tuple) else text.split()
+    if any(len(w) > 32 for w in words):
+        classes.append("long")  # a path or an id: may break anywhere, so it cannot push the table wide
+    cls = f' class="{" ".join(classes)}"' if classes else ""
     return f"<{tag}{cls}>{_html_value(value)}</{tag}>"
 
 
 def _html_table(table: Table) -> str:
     parts = ["<table>"]
-    if table.caption:
-        parts.append(f"<caption>{html.escape(table.caption)}</caption>")
+    if table.caption:  # a paragraph, not <caption>: a caption wraps at the width of a narrow table
+        parts.insert(0, f'<p class="caption">{html.escape(table.caption)}</p>')
     parts.append("<thead><tr>" + "".join(_html_cell(c, "th") for c in table.columns) + "</tr></thead><tbody>")
     for row in table.rows:
         parts.append("<tr>" + "".join(_html_cell(c) for c in row) + "</tr>")

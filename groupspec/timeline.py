@@ -17,7 +17,7 @@ Stable API (check, proof, verify, conformance and mine reports use it)::
     Mark(..., kind="pause", lane="member a")                               # a pause row per member
 
 :func:`to_html` and :func:`to_markdown` render it; :func:`pauses` derives pause marks from lanes and
-bands. Nothing here reads input: every string is escaped on the way out.
+bands; :func:`from_events` builds a whole timeline from trace events (docs/trace-format.md). Nothing here reads input: every string is escaped on the way out.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from __future__ import annotations
 import hashlib
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from groupspec import timefmt
 
@@ -161,6 +162,71 @@ def pauses(lanes: dict[str, list[Interval]], bands: Sequence[Band]) -> list[Mark
     return out
 
 
+# ------------------------------------------------------------------ from trace events
+
+
+def _tp_text(p: Mapping[str, Any]) -> str:
+    return f"{p.get('topic')}-{p.get('partition')}"
+
+
+def _bands(events: Sequence[Mapping[str, Any]]) -> list[Band]:
+    """Rebalances as bands: from the coordinator's coordinator_rebalance to its next coordinator_stable."""
+    bands: list[Band] = []
+    open_at: int | None = None
+    for e in events:
+        name, t = e.get("name"), int(e.get("timestamp", 0))
+        if name == "coordinator_rebalance" and open_at is None:
+            open_at = t
+        elif name == "coordinator_stable" and open_at is not None:
+            bands.append(Band(open_at, t, f"rebalance to generation {e.get('generation')}"))
+            open_at = None
+    if open_at is not None:
+        bands.append(Band(open_at, None, "rebalance (not finished)"))
+    return bands
+
+
+def from_events(events: Sequence[Mapping[str, Any]], title: str, start: int = 0) -> Timeline:
+    """Who owned which partition when, from partitions_assigned / _revoked / _lost / shutdown events.
+
+    Double ownership -- what a counterexample usually proves -- shows as two owners in two sub-rows
+    of one partition's row, the overlap hatched red (groupspec.timeline)."""
+    open_: dict[tuple[str, str], int] = {}
+    lanes: dict[str, list[tuple[int, int | None, str]]] = {}
+    for e in events:
+        name, member, t = e.get("name"), str(e.get("member", "?")), int(e.get("timestamp", 0))
+        parts = [_tp_text(p) for p in e.get("partitions", ())]
+        if name == "partitions_assigned":
+            for tp in parts:
+                lanes.setdefault(tp, [])
+                open_.setdefault((tp, member), t)
+        elif name == "group_joined" and e.get("owned"):
+            # what a member says it owns when it joins (its JoinGroup's owned partitions, KIP-429): an
+            # assignor counterexample starts from these claims, so they are ownership too
+            for tp in (_tp_text(p) for p in e["owned"]):
+                lanes.setdefault(tp, [])
+                open_.setdefault((tp, member), t)
+        elif name in ("partitions_revoked", "partitions_lost"):
+            for tp in parts:
+                start = open_.pop((tp, member), None)
+                if start is not None:
+                    lanes.setdefault(tp, []).append((start, t, member))
+        elif name == "shutdown_complete":
+            for (tp, who), start in list(open_.items()):
+                if who == member:
+                    lanes.setdefault(tp, []).append((start, t, who))
+                    del open_[(tp, who)]
+    for (tp, who), start in open_.items():
+        lanes.setdefault(tp, []).append((start, None, who))
+
+    def order(iv: tuple[int, int | None, str]) -> tuple[int, int, str]:
+        return (iv[0], iv[1] if iv[1] is not None else 2**62, iv[2])
+
+    lanes_sorted = {tp: sorted(ivs, key=order) for tp, ivs in sorted(lanes.items())}
+    bands = _bands(events)
+    return Timeline(title, lanes_sorted, bands, pauses(lanes_sorted, bands), start=start)
+
+
+
 # ------------------------------------------------------------------ axis
 
 
@@ -178,12 +244,15 @@ _CLOCK_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15
                 86_400_000)
 
 
-def ticks(lo: int, hi: int, target: int = 8) -> list[int]:
-    """Round tick positions (relative to ``lo``) at steps a clock reads well: 1/2/5 ms ... 30 s, 1 min ... 1 day."""
+def ticks(lo: int, hi: int, target: int = 8, origin: int | None = None) -> list[int]:
+    """Tick positions in [lo, hi] at round steps from ``origin`` (default ``lo``), steps a clock reads
+    well: 1/2/5 ms ... 30 s, 1 min ... 1 day."""
     span = max(1, hi - lo)
     raw = span / target
     step = next((s for s in _CLOCK_STEPS if s >= raw), int(_nice_step(span, target)))
-    return [lo + k * step for k in range(int(span // step) + 1)]
+    origin = lo if origin is None else origin
+    first = origin + math.ceil((lo - origin) / step) * step
+    return [first + k * step for k in range(int((hi - first) // step) + 1)]
 
 
 def _compact(ms: int) -> str:
@@ -267,7 +336,7 @@ def to_html(timeline: Timeline) -> str:
                 body.append(f'<text class="owner" x="{x0 + 3:.1f}" y="{ry + ROW_H - 5:.1f}">{_esc(owner)}</text>')
         zombie_spans = [(m.start, m.end) for m in timeline.marks if m.lane == lane and m.kind == "zombie"]
         for s, e, a, b in overlaps(ivs, hi):
-            if any(zs <= s and e <= ze for zs, ze in zombie_spans):
+            if any(zs <= s <= ze for zs, ze in zombie_spans):
                 continue  # a zombie's overlap (allowed by Kafka, fenced): drawn as the zombie window below
             double_owned += 1
             x0, x1 = x(s), x(e)
@@ -311,7 +380,7 @@ def to_html(timeline: Timeline) -> str:
                      f'{_esc(timefmt.at(b.start, t0))}'
                      f'{"" if b.end is None else " for " + timefmt.duration(b.end - b.start)}</title></rect>')
     axis = [f'<line x1="{LABEL_W}" x2="{LABEL_W + PLOT_W}" y1="{top - 6}" y2="{top - 6}" stroke="#999"/>']
-    for t in ticks(lo, hi):
+    for t in ticks(lo, hi, origin=t0):
         tx = x(t)
         rel, clock = tick_labels(t, t0)
         axis.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{top - 6}" y2="{bottom}" stroke="#ddd" '

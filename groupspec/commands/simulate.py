@@ -25,8 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from groupspec import timefmt
 from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
-from groupspec.render import Document, Section, Table, Timeline, write_report
+from groupspec.render import Document, Section, Table, write_report
+from groupspec.timeline import from_events
 from model import events as ev
 from model import mutants as mutant_registry
 from model import records as rec
@@ -213,35 +215,6 @@ def _records_lines(result: Run) -> list[str]:
 # -- the report -------------------------------------------------------------------------------------
 
 
-def ownership_lanes(events: list[dict[str, Any]], end: int) -> dict[str, list[tuple[int, int | None, str]]]:
-    """Per partition, who owned it when, from the members' callbacks (shutdown ends everything)."""
-    open_: dict[tuple[str, TopicPartition], int] = {}
-    lanes: dict[str, list[tuple[int, int | None, str]]] = {}
-
-    def close(member: str, tp: TopicPartition, at: int) -> None:
-        start = open_.pop((member, tp), None)
-        if start is not None:
-            lanes.setdefault(str(tp), []).append((start, at, member))
-
-    for e in events:
-        member = e.get("member")
-        if member is None:
-            continue
-        name, at = e["name"], e["timestamp"]
-        if name == ev.PARTITIONS_ASSIGNED:
-            for tp in ev.partitions_of(e):
-                open_.setdefault((member, tp), at)
-        elif name in (ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST):
-            for tp in ev.partitions_of(e):
-                close(member, tp, at)
-        elif name == ev.SHUTDOWN_COMPLETE:
-            for (m, tp) in [k for k in open_ if k[0] == member]:
-                close(m, tp, at)
-    for (member, tp), start in open_.items():
-        lanes.setdefault(str(tp), []).append((start, None, member))
-    return {k: sorted(v) for k, v in sorted(lanes.items())}
-
-
 def report_data(source: str, seed: int, mutants: frozenset[str], result: Run, monitor: Monitor) -> dict[str, Any]:
     failed = [v for v in monitor.violations if v.invariant not in WARNINGS]
     return {
@@ -262,21 +235,23 @@ def report_data(source: str, seed: int, mutants: frozenset[str], result: Run, mo
 
 
 def report_document(data: dict[str, Any], result: Run) -> Document:
-    verdict = "every invariant held" if data["held"] else "some invariants did not hold"
+    known = sorted({v["known_kafka_gap"] for v in data["violations"] if v.get("known_kafka_gap")})
+    verdict = "Held: every invariant held" if data["held"] else "NOT HELD: some invariants did not hold" + (
+        f" (known Kafka behaviours among them: {', '.join(known)})" if known else "")
     blocks: list[Any] = [
-        f"Scenario {data['scenario']}, seed {data['seed']}, mutants {', '.join(data['mutants']) or 'none'}: "
-        f"{data['transitions']} transitions, {data['events']} events; {verdict}.",
+        f"{verdict}. Scenario {data['scenario']}, seed {data['seed']}, mutants {', '.join(data['mutants']) or 'none'}: "
+        f"{data['transitions']} transitions, {data['events']} events.",
         Table(["invariant", "held"], [[i, "yes" if ok else "no"] for i, ok in data["invariants"].items()],
               caption="Protocol invariants (zombie-overlap is a warning)"),
     ]
     if data["violations"]:
         blocks.append(Section("Violations", [Table(
-            ["invariant", "time (ms)", "members", "what", "known Kafka behaviour"],
-            [[v["invariant"], v["time"], ", ".join(v["members"]), v["message"], v.get("known_kafka_gap", "")]
+            ["invariant", "time", "members", "what", "known Kafka behaviour"],
+            [[v["invariant"], timefmt.iso_ms(v["time"]), ", ".join(v["members"]), v["message"], v.get("known_kafka_gap", "")]
              for v in data["violations"][:200]])]))
     blocks.append(Section("Generations", [Table(
-        ["generation", "time (ms)", "assignor", "leader", "assignment"],
-        [[g["generation"], g["time"], g["assignor"], g["leader"],
+        ["generation", "time", "assignor", "leader", "assignment"],
+        [[g["generation"], timefmt.iso_ms(g["time"]), g["assignor"], g["leader"],
           "; ".join(f"{m}: {ranges(TopicPartition(p['topic'], p['partition']) for p in tps)}"
                     for m, tps in sorted(g["assignment"].items()))] for g in data["generations"]])]))
     if data["records"] is not None:
@@ -284,5 +259,5 @@ def report_document(data: dict[str, Any], result: Run) -> Document:
             _RECORD_COLUMNS, [[tp, *counts.values()] for tp, counts in data["records"].items()],
             caption="Consumed again: at-least-once duplicates at handoffs. Skipped before start: below the first "
                     "offset the group read (auto.offset.reset). Lost: holes after it.")]))
-    blocks.append(Timeline("Who owned which partition when", ownership_lanes(result.events, data["until"])))
+    blocks.append(from_events(result.events, "Who owned which partition when"))
     return Document("groupspec simulate", blocks)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError, writable_dir
-from groupspec.render import Document, Section, Table, write_report
+from groupspec.render import Document, Link, Section, Table, write_report
 
 NAME = "verify"
 HELP = "the main job: proofs, the examples through model and checker, real clients on the embedded coordinator"
@@ -189,6 +189,8 @@ def conformance(out: Path) -> list[dict[str, Any]]:
         from conformance.capture import CAPTURES, run_capture
     except (ImportError, OSError) as exc:  # no librdkafka on this machine: say so, do not hide it
         return [{"capture": "all", "ok": False, "error": f"the embedded coordinator cannot start: {exc}"}]
+    from groupspec.check_report import write as write_check
+
     rows = []
     target = out / "conformance"
     for spec in CAPTURES:
@@ -197,6 +199,8 @@ def conformance(out: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"capture": spec.name, "seconds": result.seconds, "error": result.error}
         if result.ok:
             report = check([str(target / spec.name)], CheckConfig())
+            write_check(report, target / spec.name / "check")
+            row["report"] = f"conformance/{spec.name}/check/report.html"
             row["violations"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "violation"})
             row["warnings"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "warning"})
             row["events"] = report["input"]["events"]
@@ -208,6 +212,30 @@ def conformance(out: Path) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------ the report
+
+
+def versions(with_clients: bool = True) -> dict[str, str]:
+    """Every component this run measured, with its version: the tool, Python, Z3, the real clients and
+    the coordinator they ran against (librdkafka's mock cluster: the librdkafka version)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    from groupspec import __version__
+
+    out = {"groupspec": __version__, "python": platform.python_version()}
+    for dist in ("z3-solver",) + (("confluent-kafka", "kafka-python", "aiokafka") if with_clients else ()):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    if with_clients:
+        try:
+            from conformance.mock_cluster import library_info
+
+            out["coordinator"] = f"librdkafka {library_info().version} mock cluster (embedded)"
+        except (ImportError, OSError) as exc:
+            out["coordinator"] = f"unavailable: {exc}"
+    return out
 
 
 def _names(items: list[str] | None) -> str:
@@ -253,9 +281,18 @@ def document(data: dict[str, Any]) -> Document:
     blocks: list[Any] = [
         f"Verdict: {headline(data)} ({data['seconds']:.0f} s). Each part below says what it checked and how to "
         f"rerun it."]
-    summary = Table(["part", "status", "rerun"], [[p["part"], "ok" if p["ok"] else "failed", p["rerun"]]
-                                                   for p in data["parts"]], caption="summary")
+    links = {"proofs": [Link("proof.html", "proof.html", "the proof report")],
+             "conformance": [Link(f"{r['capture']}", r["report"], "the check report of this capture")
+                             for r in data.get("conformance") or [] if r.get("report")]}
+    if data.get("conformance_report"):
+        links["conformance"].insert(0, Link("conformance.html", data["conformance_report"], "the conformance report"))
+    summary = Table(["part", "status", "seconds", "reports", "rerun"],
+                    [[p["part"], "ok" if p["ok"] else "failed", p["seconds"], links.get(p["part"], []), p["rerun"]]
+                     for p in data["parts"]], caption="summary")
     blocks.append(summary)
+    if data.get("versions"):
+        blocks.append(Table(["component", "version"], [[k, v] for k, v in data["versions"].items()],
+                            caption="What ran (every client and coordinator of this run, and the tools)"))
     known = data.get("known_behaviours") or {}
     if known:
         blocks.append(Section("Known Kafka behaviours met", [
@@ -267,9 +304,11 @@ def document(data: dict[str, Any]) -> Document:
     if data.get("proofs"):
         p = data["proofs"]
         blocks.append(Section("Proofs", [
-            f"{p['proved']}/{p['obligations']} obligations proved, {p['refuted']}/{p['mutants']} mutants refuted "
-            f"({p['solver']}, {p['seconds']:.1f} s). The full report, with bounds, assumptions and "
-            "counterexamples, is proof.md / proof.html beside this file.",
+            p.get("headline") or f"{p['proved']}/{p['obligations']} obligations proved, {p['refuted']}/{p['mutants']} "
+            f"mutants refuted.",
+            f"Solver {p['solver']}, {p['seconds']:.1f} s. The full report, with bounds, assumptions and "
+            "counterexamples (their ownership timelines show any double ownership):",
+            Link("proof.html", "proof.html", "the proof report beside this file"),
             *([f"Not proved: {_names(p['failed'])}; survived: {_names(p['survived'])}."]
               if not p["ok"] else [])]))
     blocks.append(Section("Assignors on the examples", [Table(
@@ -297,9 +336,10 @@ def document(data: dict[str, Any]) -> Document:
             "Each capture runs three real consumers of one client library against librdkafka's mock cluster "
             "(joins one after another, a clean leave, a SIGKILL); the traces go through `groupspec check`. "
             "Traces are in conformance/ beside this file; docs/embedded-coordinator.md lists the mock's known gaps.",
-            Table(["capture", "events", "violations", "warnings", "seconds", "status"],
+            Table(["capture", "events", "violations", "warnings", "seconds", "status", "check report"],
                   [[r["capture"], r.get("events", "-"), _names(r.get("violations")), _names(r.get("warnings")),
-                    r.get("seconds", "-"), "ok" if r["ok"] else (r.get("error") or "failed")]
+                    r.get("seconds", "-"), "ok" if r["ok"] else (r.get("error") or "failed"),
+                    Link("report.html", r["report"]) if r.get("report") else "-"]
                    for r in data["conformance"]])]))
     return Document("groupspec verify", blocks)
 
@@ -311,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--examples {examples}: not a directory")
     writable_dir(out)
     start = time.monotonic()
+    started_at = int(time.time() * 1000)
     data: dict[str, Any] = {"parts": []}
 
     def part(name: str, rerun: str, fn: Callable[[], Any], ok: Callable[[Any], bool]) -> Any:
@@ -337,7 +378,11 @@ def run(args: argparse.Namespace) -> int:
         lambda: conformance(out), lambda rows: all(r["ok"] for r in rows))
     data["ok"] = all(p["ok"] for p in data["parts"])
     data["known_behaviours"] = known_behaviours(data)
+    data["versions"] = versions(with_clients=not args.skip_clients)
+    data["started"] = started_at
     data["seconds"] = round(time.monotonic() - start, 1)
+    if (out / "conformance.html").is_file():  # the conformance campaign's own report, when it wrote one
+        data["conformance_report"] = "conformance.html"
     try:
         paths = write_report(out, "verify", data, document(data))
     except OSError as exc:

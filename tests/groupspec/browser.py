@@ -160,7 +160,8 @@ class Page:
                 continue
             method, params = event.get("method"), event.get("params", {})
             if method == "Runtime.exceptionThrown":
-                out.append(params["exceptionDetails"].get("text", "exception"))
+                details = params["exceptionDetails"]
+                out.append(details.get("exception", {}).get("description") or details.get("text", "exception"))
             elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
                 out.append("console.error: " + " ".join(str(a.get("value")) for a in params.get("args", [])))
             elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
