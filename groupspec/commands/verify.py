@@ -199,8 +199,8 @@ def conformance(out: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"capture": spec.name, "seconds": result.seconds, "error": result.error}
         if result.ok:
             report = check([str(target / spec.name)], CheckConfig())
-            write_check(report, target / spec.name / "check")
-            row["report"] = f"conformance/{spec.name}/check/report.html"
+            write_check(report, out / "checks" / spec.name)  # beside, not inside, the capture it checks
+            row["report"] = f"checks/{spec.name}/report.html"
             row["violations"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "violation"})
             row["warnings"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "warning"})
             row["events"] = report["input"]["events"]
