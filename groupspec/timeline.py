@@ -185,7 +185,7 @@ def _bands(events: Sequence[Mapping[str, Any]]) -> list[Band]:
     return bands
 
 
-def from_events(events: Sequence[Mapping[str, Any]], title: str, start: int = 0) -> Timeline:
+def from_events(events: Sequence[Mapping[str, Any]], title: str, origin: int = 0) -> Timeline:
     """Who owned which partition when, from partitions_assigned / _revoked / _lost / shutdown events.
 
     Double ownership -- what a counterexample usually proves -- shows as two owners in two sub-rows
@@ -223,7 +223,7 @@ def from_events(events: Sequence[Mapping[str, Any]], title: str, start: int = 0)
 
     lanes_sorted = {tp: sorted(ivs, key=order) for tp, ivs in sorted(lanes.items())}
     bands = _bands(events)
-    return Timeline(title, lanes_sorted, bands, pauses(lanes_sorted, bands), start=start)
+    return Timeline(title, lanes_sorted, bands, pauses(lanes_sorted, bands), start=origin)
 
 
 

@@ -65,6 +65,7 @@ def test_a_counterexample_timeline_shows_claims_rebalances_and_double_ownership(
         {"name": "partitions_revoked", "timestamp": 6, "member": "m1", "partitions": [{"topic": "t", "partition": 0}]},
     ]
     tl = from_events(events, "x")
+    assert tl.start == 0  # time since the run's start, not since the last interval drawn
     assert tl.lanes == {"t-0": [(0, 6, "m1"), (0, None, "m0")]}
     assert [(b.start, b.end) for b in tl.bands] == [(1, 5)]
     assert overlaps(tl.lanes["t-0"], 6) == [(0, 6, "m1", "m0")]
