@@ -105,11 +105,14 @@ def config_from(args: argparse.Namespace) -> CheckConfig:
 
 
 def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict: bool = False,
-          naive_offset_ms: int | None = None, merge_runs: bool = False) -> dict[str, Any]:
+          naive_offset_ms: int | None = None, merge_runs: bool = False, with_activity: bool = False
+          ) -> dict[str, Any]:
     """Run the whole check and return the report data (TraceInputError on unusable input).
 
     Each directory argument is a run of its own, checked apart (:mod:`traces.runs`); a run from
-    which no event could be read is bad input, not a pass.
+    which no event could be read is bad input, not a pass. ``with_activity`` counts the events per
+    second for the report's activity plot (``input.activity``); it costs about 15% of the check's
+    time (docs/benchmarks.md), so only a report for people asks for it.
     """
     runs = split_runs(paths, merge_runs)
     reports = []
@@ -120,10 +123,12 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
         stats = InputStats(strict=strict)
         checker = Checker(plan.sources, config, stats, plan.callback_members)
         per_second: Counter[int] = Counter()
-        checker.run(_counted(merged(plan.sources, stats), per_second))
+        events = merged(plan.sources, stats)
+        checker.run(_counted(events, per_second) if with_activity else events)
         checker.finish()
         report = build(plan, stats, checker, config)
-        report["input"]["activity"] = activity(per_second)
+        if with_activity:
+            report["input"]["activity"] = activity(per_second)
         if not report["input"]["events"] and one.loose and len(runs) > 1:
             # files a shell glob put beside the directories (`real/*` names README.md too): like a
             # directory's README, listed as ignored -- but a directory that gives nothing is an error
@@ -161,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         writable_dir(args.out)
     try:
-        report = check(list(args.paths), config, args.format, args.strict, args.log_timezone, args.merge_runs)
+        report = check(list(args.paths), config, args.format, args.strict, args.log_timezone, args.merge_runs,
+                       with_activity=args.out is not None)
     except TraceInputError as exc:
         raise InputError(str(exc)) from None
     if args.out is not None:

@@ -198,7 +198,7 @@ def conformance(out: Path) -> list[dict[str, Any]]:
         result = run_capture(spec, target)
         row: dict[str, Any] = {"capture": spec.name, "seconds": result.seconds, "error": result.error}
         if result.ok:
-            report = check([str(target / spec.name)], CheckConfig())
+            report = check([str(target / spec.name)], CheckConfig(), with_activity=True)
             write_check(report, out / "checks" / spec.name)  # beside, not inside, the capture it checks
             row["report"] = f"checks/{spec.name}/report.html"
             row["violations"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "violation"})
