@@ -144,7 +144,7 @@ table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.88rem;max-width:
 th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
 td.long{overflow-wrap:anywhere}
 th{background:#f6f8fa;overflow-wrap:normal} p.caption{font-style:italic;margin:.8rem 0 .2rem}
-td.ok{color:#1a7f37;font-weight:600} td.bad{color:#c62828;font-weight:600}
+td.ok{color:#1a7f37;font-weight:600;white-space:nowrap} td.bad{color:#c62828;font-weight:600;white-space:nowrap}
 tr:nth-child(even) td{background:#fafbfc}
 figure{margin:1rem 0 1.5rem;max-width:100%} figcaption{font-style:italic;margin-bottom:.3rem}
 svg{display:block;max-width:100%;height:auto;font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
