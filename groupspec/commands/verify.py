@@ -281,6 +281,10 @@ def document(data: dict[str, Any]) -> Document:
     blocks: list[Any] = [
         f"Verdict: {headline(data)} ({data['seconds']:.0f} s). Each part below says what it checked and how to "
         f"rerun it."]
+    if data.get("started") is not None:
+        from groupspec import timefmt
+
+        blocks.append(f"Run started {timefmt.iso_ms(data['started'])} and took {timefmt.duration(data['seconds'] * 1000)}.")
     links = {"proofs": [Link("proof.html", "proof.html", "the proof report")],
              "conformance": [Link(f"{r['capture']}", r["report"], "the check report of this capture")
                              for r in data.get("conformance") or [] if r.get("report")]}

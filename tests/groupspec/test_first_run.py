@@ -41,7 +41,8 @@ def test_the_try_block_writes_only_into_its_scratch_directory() -> None:
             assert target.startswith("$T/"), command
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to see what changed in the repository")
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                    reason="git and a git checkout are needed to see what changed in the repository")
 def test_the_try_block_leaves_the_repository_as_it_was(tmp_path: Path) -> None:
     """Run the README's commands (all but the minute of proofs) from the repository root, as a user would."""
     before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True,
