@@ -106,7 +106,11 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
 
 
 def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
+    """A log with kafka-python's coordinator messages; logger names alone are not enough: Apache Kafka's
+    own loggers (``org.apache.kafka.coordinator.group...``, quoted in a README) contain them too."""
     score = sum(3 for line in lines if any(k in line for k in _KEYWORDS))
-    score += sum(1 for line in lines if "kafka.coordinator" in line or "kafka.conn" in line
-                 or "kafka.consumer" in line)
-    return (FORMAT, min(85, 10 + score), frozenset()) if score else None
+    if not score:
+        return None
+    score += sum(1 for line in lines if ("kafka.coordinator" in line or "kafka.conn" in line
+                                         or "kafka.consumer" in line) and "org.apache.kafka" not in line)
+    return FORMAT, min(85, 10 + score), frozenset()
