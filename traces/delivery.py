@@ -264,9 +264,11 @@ class DeliveryChecks(CheckerParts):
 
     def _start_handoff(self, m: Member, gs: GroupState, tp: TP, source: Release | Member, low: int,
                        committed: int | None, ts: int, where: str) -> None:
+        zombie_slot = None
         if isinstance(source, Member):
             previous, kind, release_where = source.key, "held", f"{source.key} (still owning it)"
             prev_pos = source.position_of(tp)
+            zombie_slot = source.position.get(tp)
             failed, auto, interval = source.failed_commits.get(tp), source.auto_commit, source.auto_commit_interval_ms
         else:
             previous, kind, release_where = source.member, source.kind, source.where
@@ -300,12 +302,20 @@ class DeliveryChecks(CheckerParts):
                 detail += f" (auto.commit.interval.ms={interval})"
         handoff = Handoff(m.group, tp, previous, m.key, ts, low, prev_pos, committed, cause, detail,
                           [release_where, where])
-        if prev_pos > low:
+        handoff.zombie_slot = zombie_slot
+        if prev_pos > low or zombie_slot is not None:  # a zombie may consume more of it: count at the close
             m.dup_pending[tp] = handoff
         else:
             self._record_handoff(handoff)
 
     def _close_handoff(self, m: Member, tp: TP, h: Handoff) -> None:
+        if h.zombie_slot is not None and h.zombie_slot.pos != UNKNOWN_POSITION \
+                and h.zombie_slot.pos > h.previous_position:
+            # The previous owner, a zombie, went on consuming after the new owner started (a stalled Java consumer
+            # returns what it had fetched before it learns it was removed): those records are read twice too.
+            h.previous_position = h.zombie_slot.pos
+            if not h.cause:
+                h.cause, h.detail = "zombie", CAUSES["zombie"]
         pos = m.position_of(tp)
         if pos is not None and pos != UNKNOWN_POSITION:
             h.duplicates = max(0, min(pos, h.previous_position) - h.start)

@@ -195,7 +195,7 @@ class Handoff:
     """One partition handoff whose new owner started consuming: the records it consumed again."""
 
     __slots__ = ("group", "tp", "previous", "new", "ts", "start", "previous_position", "committed", "cause",
-                 "detail", "evidence", "duplicates")
+                 "detail", "evidence", "duplicates", "zombie_slot")
 
     def __init__(self, group: str, tp: TP, previous: str, new: str, ts: int, start: int,
                  previous_position: int, committed: int | None, cause: str, detail: str,
@@ -212,6 +212,8 @@ class Handoff:
         self.detail = detail  # the cause in words, with what the trace showed
         self.evidence = evidence
         self.duplicates = 0
+        # the previous owner's position while it still held the partition (a zombie): it may go on consuming
+        self.zombie_slot: Slot | None = None
 
 
 class Overlap:

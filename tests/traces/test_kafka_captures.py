@@ -47,7 +47,7 @@ def _copy(case: str, names: list[str], tmp_path: Path) -> Path:
 
 
 def test_there_are_real_captures_with_a_verdict() -> None:
-    assert len([p for p in EXPECTED if p.parent.parent.name.startswith("kafka-4.1.1")]) >= 5
+    assert len([p for p in EXPECTED if p.parent.parent.name.startswith("kafka-4.1.1")]) >= 6
 
 
 @pytest.mark.parametrize("expected_file", EXPECTED, ids=[str(p.parent.relative_to(SAMPLES)) for p in EXPECTED])
@@ -201,3 +201,17 @@ def test_converges_from_server_log_alone_says_what_it_cannot_know(tmp_path: Path
     assert gs.coordinator and checker.opportunities["converges"] >= 5
     # what it can know: the rebalances and why; a membership change (a join, a removal) restarts the count
     assert gs.streak == 1
+
+
+# ------------------------------------------------------------------ delivery
+
+
+def test_the_delivery_section_counts_what_a_zombie_consumed_after_the_handoff() -> None:
+    """c1 consumed zc1-1 offset 202 after c2 had started there; c2 read it too. The handoff used to be closed
+    when c2 first polled, with c1's position then (202): 0 duplicates."""
+    report = _report([EXTRA / "vc-zombie-consumes"])
+    delivery = report["delivery"]
+    assert delivery["duplicates_by_cause"] == {"zombie": 2}
+    handoffs = {(h["from"], h["to"], h["partition"]): h for h in delivery["handoff_examples"]}
+    c1_to_c2 = handoffs[("c1", "c2", 1)]
+    assert (c1_to_c2["start"], c1_to_c2["previous_position"], c1_to_c2["duplicates"]) == (202, 203, 1)
