@@ -215,3 +215,12 @@ def test_the_delivery_section_counts_what_a_zombie_consumed_after_the_handoff() 
     handoffs = {(h["from"], h["to"], h["partition"]): h for h in delivery["handoff_examples"]}
     c1_to_c2 = handoffs[("c1", "c2", 1)]
     assert (c1_to_c2["start"], c1_to_c2["previous_position"], c1_to_c2["duplicates"]) == (202, 203, 1)
+
+
+def test_a_mixed_group_of_four_clients_is_read_whole() -> None:
+    """Java, librdkafka, kafka-python 3.x and aiokafka against one 4.1.1 broker: every line read (kafka-python 3.x
+    writes '... for group g-mix on close', which used to be an unparsed line), each log paired with its trace."""
+    report = _report([EXTRA / "mixed-clients"])
+    assert report["input"]["skipped"] == {}
+    members = {s["member"] for s in report["input"]["sources"]}
+    assert members == {"a1", "d1", "j1", "k1", "server"}

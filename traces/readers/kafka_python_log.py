@@ -42,7 +42,9 @@ _JOINED = re.compile(r"Successfully joined group (?P<group>\S+) <Generation (?P<
                      r"(?P<member_id>[^,]*), protocol: (?P<proto>[^)]*)\)>")
 _JOINED_OLD = re.compile(r"Successfully joined group (?P<group>\S+) with generation (?P<gen>-?\d+)")
 _SETTING = re.compile(r"Setting newly assigned partitions (?P<tps>.*) for group (?P<group>\S+?)\s*$")
-_REVOKING = re.compile(r"Revoking previously assigned partitions (?P<tps>.*) for group (?P<group>\S+?)\s*$")
+# kafka-python 3.x adds why: "... for group G on close" (ConsumerCoordinator._on_join_prepare / close)
+_REVOKING = re.compile(r"Revoking previously assigned partitions (?P<tps>.*) for group (?P<group>\S+?)"
+                       r"(?: on \w+(?: \w+)*)?\s*$")
 _TP = re.compile(r"TopicPartition\(topic=u?'(?P<topic>[^']*)', partition=(?P<partition>-?\d+)\)")
 _SUBSCRIBED = re.compile(r"Updating subscribed topics to: (?P<topics>.*?)\s*$")
 _QUOTED = re.compile(r"u?'([^']*)'")
