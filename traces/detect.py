@@ -163,7 +163,7 @@ def _pair_logs(sources: list[Source]) -> set[int]:
     """
     traces: dict[tuple[Path, str], list[Source]] = {}
     for source in sources:
-        if source.format in JSONL_FORMATS and not source.members:
+        if source.format in JSONL_FORMATS and len(source.members) <= 1:
             traces.setdefault((source.path.parent, _stem(source.path)), []).append(source)
     paired: set[int] = set()
     for source in sources:
@@ -173,8 +173,9 @@ def _pair_logs(sources: list[Source]) -> set[int]:
         if len(same) != 1:
             continue
         trace = same[0]
-        source.member, source.named_by_file = trace.member, True
-        source.members = frozenset({trace.member})
+        member = next(iter(trace.members)) if trace.members else trace.member  # a trace naming its one member
+        source.member, source.named_by_file = member, True
+        source.members = frozenset({member})
         if trace.group is None:
             trace.group = source.group_hint
         paired.add(source.index)
