@@ -301,6 +301,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         if not m.jsonl and self.jsonl[src]:
             m.jsonl = m.known = True  # a callback trace from the process's start
             m.commits_shown = self.sources[src].commits_shown
+            m.jsonl_format = self.sources[src].format
             if m.commits_shown is False and m.auto_commit is None:
                 m.auto_commit = True  # VerifiableConsumer polls with no commit printed between: --enable-autocommit
         return m

@@ -84,7 +84,7 @@ class Member:
                  "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
                  "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs",
                  "handoff_src", "dup_pending", "failed_commits", "auto_offset_reset", "auto_commit",
-                 "auto_commit_interval_ms", "record_data", "rejected", "fast", "commits_shown")
+                 "auto_commit_interval_ms", "record_data", "rejected", "fast", "commits_shown", "jsonl_format")
 
     def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
         self.key = key
@@ -119,6 +119,7 @@ class Member:
         self.auto_commit_interval_ms: int | None = None
         # does its trace show every commit it made (Source.commits_shown)? a member known only from a client log: no
         self.commits_shown: bool | None = False
+        self.jsonl_format: str | None = None  # the format of its callback trace, if it has one
         self.record_data = False  # it prints record_data (VerifiableConsumer --verbose): polls are reported twice
         self.known = jsonl  # do we know everything it owns? (a callback trace from its start: yes)
         self.shutdown = False
