@@ -698,7 +698,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         if src != ov.new_src and t_end - ov.start <= self.config.skew_ms:
             self.tolerated += 1
             return
-        if ov.activity is None and kind != "shutdown":
+        if ov.activity is None:
             removal = self._unnamed_removal(ov)
             if removal is not None:
                 # Either a zombie (allowed) or a late revoker (a violation): the trace cannot say which.
