@@ -346,10 +346,13 @@ class KafkaBroker:
 
     def produce(self, topic: str, count: int, *, out: Path | None = None) -> str:
         """Produce ``count`` records with Kafka's VerifiableProducer (acks=all); its JSON output is returned
-        (and written to ``out`` when given). Values are ``0 .. count-1``, keys none: round-robin over partitions."""
+        (and written to ``out`` when given). Values are ``0 .. count-1``, without keys, spread over the
+        partitions by ``RoundRobinPartitioner`` (the default partitioner would put a small batch in one)."""
+        config = self.workdir / "producer.properties"
+        config.write_text("partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner\n")
         text = self.run_tool("org.apache.kafka.tools.VerifiableProducer",
                              ["--bootstrap-server", self.bootstrap, "--topic", topic, "--max-messages", str(count),
-                              "--acks", "-1"])
+                              "--acks", "-1", "--producer.config", str(config)])
         if out is not None:
             out.write_text(text)
         return text
