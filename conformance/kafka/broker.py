@@ -121,7 +121,8 @@ class KafkaBroker:
                  start_timeout_s: float = 90.0, stop_timeout_s: float = 30.0, heap: str = "512m",
                  java: str | None = None, jar_root: Path | None = None) -> None:
         self.version = version
-        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="groupspec-kafka-"))
+        # absolute: the JVM runs with the work directory as its cwd
+        self.workdir = (Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="groupspec-kafka-"))).resolve()
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
         self.settings = {**TEST_SETTINGS, **(settings or {})}

@@ -132,32 +132,37 @@ def _member_id(run: BrokerRun, member: str) -> str:
 
 
 def zombie_acts(zombie: list[dict[str, Any]], new_owner: list[dict[str, Any]]) -> list[str]:
-    """What ``zombie`` did with partitions after ``new_owner`` was given them and before it let them go.
+    """What ``zombie`` did with partitions another member was given while the zombie still held them.
 
     The rule of ``single-owner`` (traces/checker.py): a zombie's overlap is allowed unless it consumed
-    from, or successfully committed, a partition after the new owner got it. Returns one line per such
-    act (empty when there is none).
+    from, or successfully committed, a partition after the new owner got it. A partition counts when the
+    new owner was given it *during* the zombie's current holding (after the zombie's assignment of it, at
+    or before the act); a partition the zombie was given back later is its own again. Returns one line per
+    such act (empty when there is none).
     """
-    got: dict[tuple[str, int], int] = {}
+    given: dict[tuple[str, int], list[int]] = {}
     for ev in new_owner:
         if ev.get("name") == "partitions_assigned":
             for p in ev.get("partitions", ()):
-                got.setdefault((p["topic"], p["partition"]), ev["timestamp"])
+                given.setdefault((p["topic"], p["partition"]), []).append(ev["timestamp"])
     acts: list[str] = []
-    held: set[tuple[str, int]] = set()
+    held_since: dict[tuple[str, int], int] = {}
     for ev in zombie:
         name = ev.get("name")
         tps = {(p["topic"], p["partition"]) for p in ev.get("partitions", ev.get("offsets", ())) if "topic" in p}
         if name == "partitions_assigned":
-            held |= tps
+            for tp in tps:
+                held_since.setdefault(tp, ev["timestamp"])
         elif name in ("partitions_revoked", "partitions_lost"):
-            held -= tps
+            for tp in tps:
+                held_since.pop(tp, None)
         elif name == "shutdown_complete":
-            held.clear()
+            held_since.clear()
         elif name in ("records_consumed", "offsets_committed"):
             if name == "offsets_committed" and not ev.get("success"):
                 continue
-            late = sorted(tp for tp in tps & held if tp in got and got[tp] <= ev["timestamp"])
+            late = sorted(tp for tp in tps if tp in held_since
+                          and any(held_since[tp] < t <= ev["timestamp"] for t in given.get(tp, ())))
             if late:
                 acts.append(f"{name} at {ev['timestamp']} on {', '.join(f'{t}-{p}' for t, p in late)}")
     return acts

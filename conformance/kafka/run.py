@@ -53,7 +53,7 @@ class BrokerRun:
     def __init__(self, out_dir: Path, *, group: str, topic: str = "orders", partitions: int = 4,
                  version: str = DEFAULT_VERSION, session_timeout_ms: int = 3000, heartbeat_interval_ms: int = 300,
                  wait_timeout_s: float = 60.0, broker_dir: Path | None = None) -> None:
-        self.out_dir = Path(out_dir)
+        self.out_dir = Path(out_dir).resolve()
         self.group = group
         self.topic = topic
         self.partitions = partitions

@@ -69,6 +69,9 @@ def test_zombie_rule_counts_only_acts_after_the_new_owner_got_the_partition() ->
     zombie.append(ev("partitions_lost", 180, [0, 1]))
     zombie.append(ev("records_consumed", 190, [0]))  # after letting go: not a zombie act
     assert len(zombie_acts(zombie, new_owner)) == 1
+    # given back to the zombie later (the other member revoked it): its own again
+    zombie += [ev("partitions_assigned", 200, [0]), ev("records_consumed", 210, [0])]
+    assert len(zombie_acts(zombie, new_owner)) == 1
 
 
 @pytest.mark.skipif(env_problem() is not None, reason=f"Apache Kafka cannot run here: {env_problem()}")
