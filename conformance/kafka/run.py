@@ -10,7 +10,8 @@ is made of, each written to a timeline (wall-clock ms, saved as ``scenario.json`
   :meth:`BrokerRun.freeze` / :meth:`BrokerRun.thaw` SIGSTOP / SIGCONT it (both its threads stop),
   :meth:`BrokerRun.stall` / :meth:`BrokerRun.resume` stop only the Java driver's application thread;
 - :meth:`BrokerRun.produce` writes records with Kafka's VerifiableProducer (its output kept as
-  ``producer-N.out``), :meth:`BrokerRun.restart_broker` bounces the broker;
+  ``producer-N.out``), :meth:`BrokerRun.add_partitions` grows the topic, :meth:`BrokerRun.restart_broker`
+  bounces the broker;
 - waits, each with a deadline: :meth:`BrokerRun.wait_stable` (the named members' partitions, folded from
   their traces, cover the topic exactly once), :meth:`BrokerRun.wait_consumed` (every produced record was
   consumed by some member), :meth:`BrokerRun.wait_log` (a line of the broker's server.log matches).
@@ -176,6 +177,14 @@ class BrokerRun:
         self.note("broker_restarting", hard=hard)
         self.broker.restart(hard=hard)
         self.note("broker_restarted")
+
+    def add_partitions(self, total: int) -> None:
+        """Grow the topic to ``total`` partitions; :meth:`wait_stable` then expects all of them owned."""
+        self.broker.add_partitions(self.topic, total)
+        for p in range(self.partitions, total):
+            self.produced[p] = 0
+        self.partitions = total
+        self.note("partitions_added", total=total)
 
     def produce(self, count: int) -> None:
         self._producers += 1
