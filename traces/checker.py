@@ -398,6 +398,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         m.owned.clear()
         m.fresh.clear()
         m.contested.clear()
+        self._keep_high(m)  # the old process's positions bound what it may have auto-committed
         m.position.clear()
         m.fast.clear()
         m.handoff_src.clear()

@@ -241,6 +241,13 @@ class DeliveryChecks(CheckerParts):
 
     # ---------------------------------------------------------------- handoffs
 
+    def _keep_high(self, m: Member) -> None:
+        """Remember ``m``'s positions as the highest reached (see GroupState.high) before they are forgotten."""
+        high = m.gs.high
+        for tp, slot in m.position.items():
+            if slot.pos != UNKNOWN_POSITION and slot.pos > high.get(tp, -1):
+                high[tp] = slot.pos
+
     def _handoff_assigned(self, m: Member, gs: GroupState, tp: TP, holders: list[Member] | None) -> None:
         """``m`` is assigned ``tp``: remember where it came from; its old position no longer counts."""
         old = m.position_of(tp)
