@@ -131,6 +131,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         self.open_findings: dict[tuple[str, str, TP], Finding] = {}
         self.opportunities: Counter[str] = Counter()
         self.tolerated = 0  # overlaps within the clock-skew tolerance
+        self.converges_unjudged = 0
+        self.undecided_overlaps = 0  # overlaps whose old owner may be a removed member the trace cannot name
+        self.undecided_example: str | None = None
         self.unverified = 0  # consumption by members whose assignment was not known
         self.events = 0
         self.first_ts: int | None = None
@@ -285,8 +288,10 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         group = ev.get("group")
         if group is not None and not isinstance(group, str):
             raise BadField(f"group is not a string: {group!r:.40}")
+        if group is None:
+            group = self.sources[src].group  # a callback trace's group, from its paired client log
         if m is None:
-            m = Member(key, self._group(group or self.config.default_group), group is not None, self.jsonl[src])
+            m = Member(key, self._group(group or self.config.default_group), group is not None, False)
             m.protocol = self.config.default_protocol
             self.members[key] = m
         elif group is not None and group != m.group and not m.group_explicit and not m.owned:
@@ -295,6 +300,10 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             m.group_explicit = True
         if not m.jsonl and self.jsonl[src]:
             m.jsonl = m.known = True  # a callback trace from the process's start
+            m.commits_shown = self.sources[src].commits_shown
+            m.jsonl_format = self.sources[src].format
+            if m.commits_shown is False and m.auto_commit is None:
+                m.auto_commit = True  # VerifiableConsumer polls with no commit printed between: --enable-autocommit
         return m
 
     def _context(self, m: Member, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
@@ -389,6 +398,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         m.owned.clear()
         m.fresh.clear()
         m.contested.clear()
+        self._keep_high(m)  # the old process's positions bound what it may have auto-committed
         m.position.clear()
         m.fast.clear()
         m.handoff_src.clear()
@@ -638,6 +648,27 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             return f"{old.key}'s trace ended without shutdown_complete"
         return None
 
+    def _unnamed_removal(self, ov: Overlap) -> tuple[int, str, str, str] | None:
+        """A removal by the coordinator that may have been ``ov.old``, which the trace cannot name.
+
+        Only for an old owner whose trace carries neither member id nor generation (VerifiableConsumer
+        output): the coordinator removed a member (session or rebalance timeout, fencing: not a leave)
+        after the old owner's process started and before the new owner got the partition, and that
+        member id is no traced member's. Then the old owner may have been that member -- a zombie,
+        which Kafka allows -- or another member that revoked late: undecidable from this trace.
+        """
+        old = ov.old
+        if ov.old_member_id is not None or (ov.new_gen is not None and old.generation is not None):
+            return None
+        known = {m.member_id for m in self.members.values() if m.member_id}
+        groups = [old.gs] if old.group_explicit else list(self.groups.values())
+        since = old.first_ts if old.first_ts is not None else 0
+        for gs in groups:
+            for removal in reversed(gs.removals):
+                if since <= removal[0] <= ov.start + self.config.skew_ms and removal[1] not in known:
+                    return removal
+        return None
+
     def _judge(self, ov: Overlap, t_end: int, src: int, where: str, kind: str, gen: int | None) -> None:
         old, new, tp = ov.old, ov.new, ov.tp
         gs = self._group(new.group)
@@ -680,6 +711,16 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                           window_end, evidence,
                           f"{tp_label(tp)} was assigned to {new.key} before {old.key} {ended}; a cooperative group "
                           f"assigns a moving partition only after its owner revoked it (KIP-429)")
+        elif ov.activity is None:
+            # Not decided by the generations above: an overlap with a member the coordinator removed
+            # and nothing in the trace names is either a zombie (allowed) or a late revoker.
+            removal = self._unnamed_removal(ov)
+            if removal is not None:
+                self.undecided_overlaps += 1
+                if self.undecided_example is None:
+                    self.undecided_example = (f"{old.key} / {new.key} {tp_label(tp)} at {ov.start} ms: the coordinator "
+                                              f"removed member {removal[1]} ({removal[2]}, {removal[3]})")
+                return
         self._finding("single-owner", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start, window_end,
                       evidence,
                       f"{tp_label(tp)} was owned by both {old.key} and {new.key} for {window_end - ov.start} ms: "
@@ -826,7 +867,11 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         gen = int_field(ev, "generation")
         member_id = ev.get("member_id")
         if gs.awaiting_sync is not None and gen == gs.awaiting_sync[0] and "error" not in ev:
-            gs.awaiting_sync[1].discard(member_id if isinstance(member_id, str) else "")
+            waiting = gs.awaiting_sync[1]
+            if member_id in waiting:
+                waiting.discard(member_id)
+            elif waiting and all(k.startswith("#") for k in waiting):
+                waiting.pop()  # a server.log generation: only the number of answers is known
         error = ev.get("error")
         if error == "REBALANCE_IN_PROGRESS":
             # The group moved on before this member's SyncGroup arrived (AbstractCoordinator's
@@ -893,6 +938,14 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         if not self.saw["ownership"] and not self.opportunities["single-owner"]:
             note("single-owner", "no partitions_assigned events and no stored assignments in the trace")
             note("zombie-overlap", "no partitions_assigned events in the trace")
+        if self.undecided_overlaps:
+            note("single-owner", f"{self.undecided_overlaps} overlap(s) were not judged: the old owner let go after "
+                                 f"the new one was assigned, and the coordinator had removed a member (session or "
+                                 f"rebalance timeout) that the trace cannot name, since the old owner's events carry "
+                                 f"no member id (VerifiableConsumer output): a zombie, which Kafka allows, or a late "
+                                 f"revoker, which is a violation. Give each consumer's client log beside its output "
+                                 f"(the same file name, e.g. c1.jsonl and c1.log) for its member id; first: "
+                                 f"{self.undecided_example}", partial=True)
         if not self.saw["subscription"]:
             note("subscribed-only", "no member said what it subscribes to (field subscription; Java client "
                                     "logs: 'Subscribed to topic(s)')")
@@ -927,6 +980,13 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         elif any(gs.kip848_rebalances for gs in self.groups.values()):
             note("converges", "KIP-848 (consumer protocol) groups were not checked: the catalogue's bound is for "
                               "the classic protocol", partial=True)
+        if self.converges_unjudged:
+            note("converges", f"{self.converges_unjudged} run(s) of rebalances longer than the bound were not judged: "
+                              f"each generation whose SyncGroup answer a member got late or never (a stalled member, "
+                              f"a SyncGroup that lost the race with a JoinGroup) allows one more, and a broker's "
+                              f"server.log names neither a generation's members nor their answers (add the members' "
+                              f"Java client logs, whose 'Successfully synced group' lines say who got one)",
+                 partial=True)
         if not self.saw["ownership"] and not self.saw["commits"]:
             note("consume-owned-only", "no records_consumed or offsets_committed events")
         elif self.unverified:

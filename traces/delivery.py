@@ -97,6 +97,9 @@ class DeliveryChecks(CheckerParts):
         self.no_gap_unjudged: Counter[str] = Counter()  # reset policy -> first consumptions not judged
         self.no_gap_assumed_zero = 0  # first consumptions judged against an assumed log start of 0
         self.not_ahead_unjudged = 0
+        # first consumptions past the shown committed offset after an owner whose commits were not shown, not judged:
+        # "auto-commit" (within what the owners consumed), "positions" (an owner known only from its client log)
+        self.no_gap_hidden: Counter[str] = Counter()
 
     # ---------------------------------------------------------------- configuration from the trace
 
@@ -112,6 +115,10 @@ class DeliveryChecks(CheckerParts):
             if not isinstance(auto, bool):
                 raise BadField(f"enable_auto_commit is not true or false: {auto!r:.40}")
             m.auto_commit = auto
+            if auto and m.commits_shown is True and m.jsonl_format == "groupspec":
+                # Which automatic commits a groupspec trace shows depends on its writer (the Java driver shows
+                # none, the model the ones it sends): the committed offset it shows is a lower bound only.
+                m.commits_shown = None
         interval = ev.get("auto_commit_interval_ms")
         if interval is not None:
             if type(interval) is not int or interval < 0:
@@ -165,7 +172,11 @@ class DeliveryChecks(CheckerParts):
         gs = m.gs
         committed = gs.committed.get(tp)
         where = self.where(src, line)
-        if committed is not None:
+        hidden = gs.hidden_committers.get(tp, set()) | {
+            h.key for h in gs.holders.get(tp, ()) if h is not m and h.commits_shown is not True}
+        if hidden and low > 0 and (committed is None or low > committed + self.config.gap_slack):
+            self._no_gap_hidden(m, gs, tp, hidden, low, committed, ts, where)
+        elif committed is not None:
             self.opportunities["no-gap"] += 1
             if low > committed + self.config.gap_slack:
                 self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
@@ -189,10 +200,59 @@ class DeliveryChecks(CheckerParts):
         if src_rec is not None:
             self._start_handoff(m, gs, tp, src_rec, low, committed, ts, where)
 
+    def _no_gap_hidden(self, m: Member, gs: GroupState, tp: TP, hidden: set[str], low: int, committed: int | None,
+                       ts: int, where: str) -> None:
+        """no-gap for a start past the committed offset the trace shows, when an owner's commits were not shown.
+
+        A member whose commits the trace does not show (VerifiableConsumer with --enable-autocommit prints
+        none; a client log prints none) may have committed further than any commit the trace shows: the
+        new owner may rightly start there. Such a commit is the committer's position (the Java client
+        auto-commits ``subscriptions.allConsumed()``, ConsumerCoordinator.maybeAutoCommitOffsetsAsync), so
+        it is at most the highest position any owner reached. A start beyond that skipped records whatever
+        was committed, when a commit exists (or the reset policy is earliest, the log assumed to start at 0);
+        a start at or below it cannot be judged. A hidden committer whose positions the trace does not show
+        either (a client log) leaves nothing to bound it.
+        """
+        members = [self.members[k] for k in sorted(hidden) if k in self.members]
+        blind = [h.key for h in members if not h.jsonl]
+        if blind:
+            self.no_gap_hidden["positions"] += 1
+            return
+        high = gs.high.get(tp, 0)
+        for h in members:
+            pos = h.position_of(tp)
+            if pos is not None and pos != UNKNOWN_POSITION:
+                high = max(high, pos)
+        bound = max(high, committed if committed is not None else 0)
+        if low <= bound + self.config.gap_slack:
+            self.no_gap_hidden["auto-commit"] += 1
+            return
+        policy = m.auto_offset_reset or self.config.auto_offset_reset
+        if committed is None and policy != "earliest":
+            self.no_gap_unjudged[policy or "unknown"] += 1
+            return
+        self.opportunities["no-gap"] += 1
+        self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
+                      f"{m.key} started {tp_label(tp)} at offset {low}, beyond offset {bound - 1}, the last any member "
+                      f"of the group had consumed: offsets {bound}..{low - 1} were never consumed (no commit, shown "
+                      f"or automatic, can be past what its committer consumed)"
+                      + ("" if committed is not None else "; with no commit at all, auto.offset.reset=earliest "
+                                                           "starts at the log start, assumed 0"))
+
     # ---------------------------------------------------------------- handoffs
+
+    def _keep_high(self, m: Member) -> None:
+        """Remember ``m``'s positions as the highest reached (see GroupState.high) before they are forgotten."""
+        high = m.gs.high
+        for tp, slot in m.position.items():
+            if slot.pos != UNKNOWN_POSITION and slot.pos > high.get(tp, -1):
+                high[tp] = slot.pos
 
     def _handoff_assigned(self, m: Member, gs: GroupState, tp: TP, holders: list[Member] | None) -> None:
         """``m`` is assigned ``tp``: remember where it came from; its old position no longer counts."""
+        old = m.position_of(tp)
+        if old is not None and old != UNKNOWN_POSITION and old > gs.high.get(tp, -1):
+            gs.high[tp] = old
         m.drop_position(tp)
         m.failed_commits.pop(tp, None)
         source: Release | Member | None = None
@@ -206,6 +266,8 @@ class DeliveryChecks(CheckerParts):
     def _handoff_released(self, m: Member, gs: GroupState, tp: TP, kind: str, ts: int, where: str) -> None:
         """``m`` lets ``tp`` go: close the count of the handoff that gave it ``tp``; record this release."""
         m.handoff_src.pop(tp, None)
+        if m.commits_shown is not True:
+            gs.hidden_committers.setdefault(tp, set()).add(m.key)
         pending = m.dup_pending.pop(tp, None) if m.dup_pending else None
         if pending is not None:
             self._close_handoff(m, tp, pending)
@@ -213,9 +275,11 @@ class DeliveryChecks(CheckerParts):
 
     def _start_handoff(self, m: Member, gs: GroupState, tp: TP, source: Release | Member, low: int,
                        committed: int | None, ts: int, where: str) -> None:
+        zombie_slot = None
         if isinstance(source, Member):
             previous, kind, release_where = source.key, "held", f"{source.key} (still owning it)"
             prev_pos = source.position_of(tp)
+            zombie_slot = source.position.get(tp)
             failed, auto, interval = source.failed_commits.get(tp), source.auto_commit, source.auto_commit_interval_ms
         else:
             previous, kind, release_where = source.member, source.kind, source.where
@@ -249,12 +313,20 @@ class DeliveryChecks(CheckerParts):
                 detail += f" (auto.commit.interval.ms={interval})"
         handoff = Handoff(m.group, tp, previous, m.key, ts, low, prev_pos, committed, cause, detail,
                           [release_where, where])
-        if prev_pos > low:
+        handoff.zombie_slot = zombie_slot
+        if prev_pos > low or zombie_slot is not None:  # a zombie may consume more of it: count at the close
             m.dup_pending[tp] = handoff
         else:
             self._record_handoff(handoff)
 
     def _close_handoff(self, m: Member, tp: TP, h: Handoff) -> None:
+        if h.zombie_slot is not None and h.zombie_slot.pos != UNKNOWN_POSITION \
+                and h.zombie_slot.pos > h.previous_position:
+            # The previous owner, a zombie, went on consuming after the new owner started (a stalled Java consumer
+            # returns what it had fetched before it learns it was removed): those records are read twice too.
+            h.previous_position = h.zombie_slot.pos
+            if not h.cause:
+                h.cause, h.detail = "zombie", CAUSES["zombie"]
         pos = m.position_of(tp)
         if pos is not None and pos != UNKNOWN_POSITION:
             h.duplicates = max(0, min(pos, h.previous_position) - h.start)
@@ -356,6 +428,16 @@ class DeliveryChecks(CheckerParts):
                 note("no-gap", f"first consumptions of a partition with no committed offset were not judged "
                                f"({policies}): assumed the auto.offset.reset policy put the position there "
                                f"(latest: the log end; none: an explicit seek; unknown: either)", partial=True)
+            if self.no_gap_hidden["auto-commit"]:
+                note("no-gap", f"{self.no_gap_hidden['auto-commit']} first consumption(s) started past the last commit "
+                               f"the trace shows, within what earlier owners had consumed, after an owner whose commits "
+                               f"the trace does not show (VerifiableConsumer prints no auto-commit: run with "
+                               f"--enable-autocommit, or its commits are only in a client log): an automatic commit "
+                               f"may have put the committed offset there", partial=True)
+            if self.no_gap_hidden["positions"]:
+                note("no-gap", f"{self.no_gap_hidden['positions']} first consumption(s) started past the last commit "
+                               f"the trace shows after an owner known only from its client log (which shows neither "
+                               f"its commits nor what it consumed) were not judged", partial=True)
             if self.no_gap_assumed_zero:
                 note("no-gap", f"{self.no_gap_assumed_zero} first consumption(s) under auto.offset.reset=earliest "
                                f"with no committed offset were judged assuming the log starts at offset 0",

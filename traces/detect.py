@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traces.readers import FORMATS, JSONL_FORMATS
+from traces.readers.jsonl import commits_shown
 from traces.schema import Source
 from traces.schema import TraceInputError as InputError
 
@@ -155,13 +156,16 @@ def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int |
             continue
         else:
             fmt, _score, members = found
+        group_of = getattr(FORMATS[fmt][0], "group_of", None)
         sources.append(Source(index=len(sources), path=path, label=label, format=fmt, member=_stem(path),
-                              members=members, naive_offset_ms=naive_offset_ms))
+                              members=members, naive_offset_ms=naive_offset_ms,
+                              group_hint=group_of(lines) if group_of is not None else None,
+                              commits_shown=commits_shown(fmt, lines) if fmt in JSONL_FORMATS else False))
     if not sources:
         where = ", ".join(paths)
         raise InputError(f"no trace files in {where}" + (f" ({len(ignored)} file(s) ignored)" if ignored else ""))
     _disambiguate_members(sources)
-    _name_log_members(sources)
+    _name_log_members(sources, _pair_logs(sources))
     callback: set[str] = set()
     for source in sources:
         if source.format in JSONL_FORMATS:
@@ -169,15 +173,47 @@ def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int |
     return Plan(sources, ignored, frozenset(callback))
 
 
-def _name_log_members(sources: list[Source]) -> None:
+def _pair_logs(sources: list[Source]) -> set[int]:
+    """Pair each consumer's callback trace with its own client log: the same file name in one directory.
+
+    A process's stdout and its log are named alike by whoever captured them (Kafka's system tests
+    keep ``verifiable_consumer.stdout`` beside ``verifiable_consumer.log``; ``c1.jsonl`` beside
+    ``c1.log``). Such a log, when it holds one consumer, is the callback trace's member whatever
+    its client id says (a static member's ``consumer-<group>-<instance>``, a lone JVM's
+    ``consumer-<group>-1``), and the group its lines name is the callback trace's group from the
+    trace's first event on. The indices of the paired logs are returned.
+    """
+    traces: dict[tuple[Path, str], list[Source]] = {}
+    for source in sources:
+        if source.format in JSONL_FORMATS and len(source.members) <= 1:
+            traces.setdefault((source.path.parent, _stem(source.path)), []).append(source)
+    paired: set[int] = set()
+    for source in sources:
+        if source.format in JSONL_FORMATS or len(source.members) > 1:
+            continue
+        same = traces.get((source.path.parent, _stem(source.path)), [])
+        if len(same) != 1:
+            continue
+        trace = same[0]
+        member = next(iter(trace.members)) if trace.members else trace.member  # a trace naming its one member
+        source.member, source.named_by_file = member, True
+        source.members = frozenset({member})
+        if trace.group is None:
+            trace.group = source.group_hint
+        paired.add(source.index)
+    return paired
+
+
+def _name_log_members(sources: list[Source], paired: set[int]) -> None:
     """Client ids seen in more than one log cannot name members: name those logs' members by file."""
     seen: dict[str, int] = {}
     for source in sources:
-        if source.format not in JSONL_FORMATS:
+        if source.format not in JSONL_FORMATS and source.index not in paired:
             for name in source.members:
                 seen[name] = seen.get(name, 0) + 1
     for source in sources:
-        if source.format in JSONL_FORMATS or not any(seen.get(name, 0) > 1 for name in source.members):
+        if source.format in JSONL_FORMATS or source.index in paired \
+                or not any(seen.get(name, 0) > 1 for name in source.members):
             continue
         if len(source.members) <= 1:
             source.named_by_file = True

@@ -90,6 +90,12 @@ class Source:
     named_by_file: bool = False  # client ids are not unique in the set: the file is the member
     member_prefix: str = ""  # ... or, for a log of several consumers, "<file>/" before each client id
     naive_offset_ms: int | None = None  # the zone of times written without one (None: this machine's)
+    group: str | None = None  # the group of its events that name none (a callback trace paired with its log)
+    group_hint: str | None = None  # the group a client log's first lines name (for that pairing)
+    # does the file show every commit its consumer made? True: yes (groupspec, kafkatest: they print
+    # auto-commits too); False: it shows none or only some (a client log; VerifiableConsumer output of a run
+    # with --enable-autocommit); None: cannot tell (see traces.readers.jsonl.commits_shown)
+    commits_shown: bool | None = None
 
     def member_name(self, client_id: str) -> str:
         """The member a client log line belongs to."""

@@ -7,7 +7,7 @@ with the size of the group, not with the length of the trace.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,7 +84,7 @@ class Member:
                  "first_ts", "last_ts", "last_src", "incarnation", "subscription", "assigned_gen",
                  "prepare_revoked", "complete_revoked", "eager_flagged", "events", "jsonl", "gs",
                  "handoff_src", "dup_pending", "failed_commits", "auto_offset_reset", "auto_commit",
-                 "auto_commit_interval_ms", "record_data", "rejected", "fast")
+                 "auto_commit_interval_ms", "record_data", "rejected", "fast", "commits_shown", "jsonl_format")
 
     def __init__(self, key: str, group: GroupState, explicit: bool, jsonl: bool) -> None:
         self.key = key
@@ -117,6 +117,9 @@ class Member:
         self.auto_offset_reset: str | None = None
         self.auto_commit: bool | None = None
         self.auto_commit_interval_ms: int | None = None
+        # does its trace show every commit it made (Source.commits_shown)? a member known only from a client log: no
+        self.commits_shown: bool | None = False
+        self.jsonl_format: str | None = None  # the format of its callback trace, if it has one
         self.record_data = False  # it prints record_data (VerifiableConsumer --verbose): polls are reported twice
         self.known = jsonl  # do we know everything it owns? (a callback trace from its start: yes)
         self.shutdown = False
@@ -193,7 +196,7 @@ class Handoff:
     """One partition handoff whose new owner started consuming: the records it consumed again."""
 
     __slots__ = ("group", "tp", "previous", "new", "ts", "start", "previous_position", "committed", "cause",
-                 "detail", "evidence", "duplicates")
+                 "detail", "evidence", "duplicates", "zombie_slot")
 
     def __init__(self, group: str, tp: TP, previous: str, new: str, ts: int, start: int,
                  previous_position: int, committed: int | None, cause: str, detail: str,
@@ -210,6 +213,8 @@ class Handoff:
         self.detail = detail  # the cause in words, with what the trace showed
         self.evidence = evidence
         self.duplicates = 0
+        # the previous owner's position while it still held the partition (a zombie): it may go on consuming
+        self.zombie_slot: Slot | None = None
 
 
 class Overlap:
@@ -254,6 +259,10 @@ class GroupState:
         self.last_revoke: dict[TP, RevokeRecord] = {}
         self.committed: dict[TP, int] = {}
         self.released: dict[TP, Release] = {}  # the last owner's release of each partition (delivery)
+        # members whose commits the trace may not show that owned the partition (their commits move the
+        # committed offset unseen), and the highest position a member reached in it before being re-assigned
+        self.hidden_committers: dict[TP, set[str]] = {}
+        self.high: dict[TP, int] = {}
         self.max_gen: int | None = None
         self.max_gen_ts = 0
         self.max_gen_src = -1
@@ -276,6 +285,9 @@ class GroupState:
         self.static_watch: tuple[str, int, str] | None = None  # (instance id, ts, where)
         self.protocol_watch: tuple[str, int, str, str, str] | None = None  # ... + protocol before, reason
         self.kip848: dict[str, tuple[frozenset[TP], frozenset[TP]]] = {}
+        # the coordinator's last removals of a member that did not leave (ts, member id, reason, where): one of
+        # them may be an old owner whose trace names no member id (VerifiableConsumer output)
+        self.removals: deque[tuple[int, str, str, str]] = deque(maxlen=256)
         self.kip848_rebalances = 0
         self.analytics = GroupAnalytics(name, analytics)
 

@@ -360,3 +360,27 @@ def test_verbose_record_data_followed_by_its_summary_is_one_poll(tmp_path: Path)
               stop(40)],
     })
     assert len(findings(skipping, "monotonic-consumption")) == 1
+
+
+# ------------------------------------------------------------------ commits the trace does not show
+
+
+def _commit(ts: int, partition: int, offset: int) -> dict[str, Any]:
+    return ev("offsets_committed", ts, success=True, offsets=[{"topic": "t", "partition": partition, "offset": offset}])
+
+
+def test_an_auto_committer_that_restarts_still_bounds_where_the_next_owner_may_start(tmp_path: Path) -> None:
+    """VerifiableConsumer output: b commits after each poll (shown), a polls twice with no commit between
+    (--enable-autocommit: its commits are not printed). a consumed up to 19 and restarted; b then starts at 20,
+    where a's unprinted auto-commit may have put the committed offset: not a gap, whatever b last committed (5)."""
+    b = [start(0), assigned(10, 0), consumed(20, 0, 0, 4), _commit(21, 0, 5), revoked(30, 0),
+         assigned(200, 0), consumed(210, 0, 20, 24), _commit(211, 0, 25), stop(300)]
+    a = [start(35), assigned(40, 0), consumed(50, 0, 5, 9), consumed(60, 0, 10, 19), start(100), assigned(110),
+         stop(400)]
+    report = run_events(tmp_path, {"a": a, "b": b})
+    assert findings(report, "no-gap") == []
+    [reason] = [u["reason"] for u in report["unchecked"] if u["invariant"] == "no-gap" and "auto-commit" in u["reason"]]
+    assert "1 first consumption(s)" in reason
+    # ... and a start beyond anything anyone consumed is still a gap
+    b[6] = consumed(210, 0, 30, 34)
+    assert len(findings(run_events(tmp_path / "beyond", {"a": a, "b": b}), "no-gap")) == 1

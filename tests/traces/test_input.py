@@ -75,9 +75,11 @@ def test_gzip_files_are_read(tmp_path: Path) -> None:
     ("verifiable-consumer/consumer-1.json", "verifiable-consumer"),
     ("kafkatest/vc1.json", "kafkatest"),
     ("broker/server-scala-3.7.log", "broker-log"),
-    ("broker/server-java-4.1.log", "broker-log"),
-    ("broker/server-kip848-4.1.log", "broker-log"),
-    ("java-consumer/payments-a.log", "java-consumer-log"),
+    ("kafka-4.1.1-extra/vc-cooperative-stall/server.log", "broker-log"),
+    ("kafka-4.1.1-extra/vc-consumer-protocol/server.log", "broker-log"),
+    ("kafka-4.1.1-extra/vc-consumer-protocol/c1.log", "java-consumer-log"),
+    ("kafka-4.1.1-extra/vc-consumer-protocol/c1.jsonl", "verifiable-consumer"),
+    ("kafka-4.1.1-extra/vc-cooperative-stall/c1.log", "java-consumer-log"),
     ("java-consumer/legacy-3.x.log", "java-consumer-log"),
     ("kafka-python/legacy-1.4.log", "kafka-python-log"),
     ("librdkafka/lost.log", "librdkafka-log"),
@@ -141,7 +143,8 @@ def test_same_file_names_in_two_directories_are_two_members(tmp_path: Path) -> N
 
 def test_repeated_client_ids_across_logs_name_members_by_file(tmp_path: Path) -> None:
     """Every JVM calls its first consumer consumer-<group>-1: the files are the members then."""
-    p = plan([str(SAMPLES / "java-consumer" / "payments-a.log"), str(SAMPLES / "java-consumer" / "payments-b.log")])
-    assert [(s.member, s.named_by_file) for s in p.sources] == [("payments-a", True), ("payments-b", True)]
-    alone = plan([str(SAMPLES / "java-consumer" / "payments-a.log")]).sources[0]
-    assert alone.member_name("consumer-payments-1") == "consumer-payments-1"
+    logs = SAMPLES / "kafka-4.1.1-extra" / "vc-cooperative-stall"
+    p = plan([str(logs / "c1.log"), str(logs / "c2.log")])
+    assert [(s.member, s.named_by_file) for s in p.sources] == [("c1", True), ("c2", True)]
+    alone = plan([str(logs / "c1.log")]).sources[0]
+    assert alone.member_name("consumer-g-cs-1") == "consumer-g-cs-1"

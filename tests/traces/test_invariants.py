@@ -461,3 +461,33 @@ def test_static_rejoin_without_rebalance_holds(tmp_path: Path) -> None:
     assert findings(run_events(tmp_path / "protocol", {"c": _static(protocol)}), "static-rejoin") == []
     other = "Adding new member m3 with group instance id None; client reason: not provided"
     assert findings(run_events(tmp_path / "other", {"c": _static(other)}), "static-rejoin") == []
+
+
+def _server_log_shape(events: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The same coordinator events as a broker's server.log gives them: member counts, no member lists."""
+    out = []
+    for e in events:
+        e = dict(e)
+        members = e.pop("members", None)
+        if isinstance(members, list):
+            e["member_count"] = len(members)
+        out.append(e)
+    return out
+
+
+def test_converges_from_a_server_log_alone_is_unchecked_not_violated(tmp_path: Path) -> None:
+    # server.log lists no generation's members and only the leader's SyncGroup: whether a member got its answer
+    # late (one more rebalance allowed each time) is unknowable, so a long run is not a violation it can show.
+    report = run_events(tmp_path, {"c": _server_log_shape(_coordinator("cooperative-sticky", 2))})
+    assert findings(report, "converges") == []
+    [reason] = [u["reason"] for u in report["unchecked"] if u["invariant"] == "converges"]
+    assert "server.log names neither" in reason
+
+
+def test_converges_from_a_server_log_counts_the_members_sync_answers(tmp_path: Path) -> None:
+    # With the members' logs (group_synced), the generation's member count says how many answers to wait for.
+    coordinator = _server_log_shape(_coordinator("cooperative-sticky", 2))
+    report = run_events(tmp_path / "all", {"c": coordinator, **_synced_all(2)})
+    assert len(findings(report, "converges")) == 1
+    # one answer of generation 3 missing: one more rebalance is allowed
+    assert findings(run_events(tmp_path / "late", {"c": coordinator, **_synced_all(2, skip=("m2", 3))})) == []

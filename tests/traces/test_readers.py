@@ -1,5 +1,7 @@
 """Each reader on its samples: real captures where the program runs here (librdkafka, kafka-python,
-kafkatest), else samples written from the format strings of the Apache Kafka source (broker, Java client)."""
+kafkatest, Apache Kafka 4.1.1's broker and VerifiableConsumer in samples/kafka-4.1.1-extra), else samples
+written from the format strings of the Apache Kafka source (the Scala coordinator, Kafka 3.x and cooperative
+Java client logs)."""
 
 from __future__ import annotations
 
@@ -113,31 +115,39 @@ def test_broker_log_scala_coordinator_holds_its_invariants() -> None:
 
 
 def test_broker_log_java_coordinator() -> None:
-    events, stats = read(SAMPLES / "broker" / "server-java-4.1.log")
+    """A real Kafka 4.1.1 server.log of a cooperative classic group (other groups' lines in it too)."""
+    events, stats = read(SAMPLES / "kafka-4.1.1-extra" / "vc-cooperative-stall" / "server.log")
     assert not stats.skipped
-    assert names(events).count("coordinator_rebalance") == 4
-    assert names(events).count("coordinator_stable") == 4
-    left = [e for e in events if e["name"] == "coordinator_member_removed" and e["reason"] == "left"]
-    assert left[0]["client_reason"] == "the consumer is being closed"
-    follow_up = [e for e in events if e["name"] == "coordinator_rebalance"][2]
-    assert follow_up["reason"].startswith("Updating metadata for member") and follow_up["generation"] == 2
+    group = [e for e in events if e.get("group") == "g-cs"]
+    assert names(group).count("coordinator_rebalance") == 9
+    assert names(group).count("coordinator_stable") == 8
+    left = [e for e in group if e["name"] == "coordinator_member_removed" and e["reason"] == "left"]
+    assert len(left) == 4 and left[0]["client_reason"] == "the consumer is being closed"
+    rebalances = [e for e in group if e["name"] == "coordinator_rebalance"]
+    assert rebalances[2]["reason"].startswith("Leader consumer-g-cs-1-9897ff5a") and rebalances[2]["generation"] == 2
+    follow_up = rebalances[4]  # the cooperative follow-up: a member rejoins to give up what it revoked
+    assert follow_up["reason"].startswith("Updating metadata for member") and follow_up["generation"] == 4
 
 
 def test_broker_log_kip848() -> None:
-    events, stats = read(SAMPLES / "broker" / "server-kip848-4.1.log")
+    """A real Kafka 4.1.1 server.log of a consumer-protocol group (GroupMetadataManager at DEBUG)."""
+    log = SAMPLES / "kafka-4.1.1-extra" / "vc-consumer-protocol" / "server.log"
+    events, stats = read(log)
     assert not stats.skipped
-    epochs = [e["epoch"] for e in events if e["name"] == "coordinator_rebalance"]
-    assert epochs == [1, 2, 3]
+    epochs = [e["epoch"] for e in events if e["name"] == "coordinator_rebalance" and e["group"] == "g-cp"]
+    assert epochs == [1, 2, 3, 4, 5, 6]
     assignments = [e for e in events if e.get("detail") == "member-assignment"]
-    assert parts(assignments[1]) == [("Kl4Yw3nmQ-aOb7d1c2ZxRw", 0), ("Kl4Yw3nmQ-aOb7d1c2ZxRw", 1)]
-    assert [(p["topic"], p["partition"]) for p in assignments[1]["pending_revocation"]] == \
-        [("Kl4Yw3nmQ-aOb7d1c2ZxRw", 2), ("Kl4Yw3nmQ-aOb7d1c2ZxRw", 3)]
-    fenced = [e for e in events if e["name"] == "coordinator_member_removed"]
-    assert [(e["member_id"], e["reason"]) for e in fenced] == [("Q2x4uP1TRYyV9ZzAbCdEfg", "session-timeout"),
-                                                              ("u5fSLkCRTIWc6JSqcyJ8Xw", "left")]
+    # c1 (G3r7Y9...) keeps partitions 0 and 1 and is asked to revoke 2 and 3 for c2 (KIP-848's incremental moves)
+    shrink = assignments[3]
+    assert shrink["member_id"] == "G3r7Y91gSOKPn3rRRBcA4g" and [p for _t, p in parts(shrink)] == [0, 1]
+    assert [p["partition"] for p in shrink["pending_revocation"]] == [2, 3]
+    removed = [e for e in events if e["name"] == "coordinator_member_removed"]
+    assert [(e["member_id"], e["reason"]) for e in removed] == [("DelmzB7vQgCFlMZ4tm_9vQ", "left"),
+                                                                ("RCqPZNkcQuyDQsuinx28tw", "session-timeout"),
+                                                                ("G3r7Y91gSOKPn3rRRBcA4g", "left")]
     # The coordinator never gave a partition to a member while another still held it.
-    report = run(SAMPLES / "broker" / "server-kip848-4.1.log")
-    assert findings(report) == [] and report["opportunities"]["single-owner"] == 5
+    report = run(log)
+    assert findings(report) == [] and report["opportunities"]["single-owner"] >= 10
     [converges] = [u for u in report["unchecked"] if u["invariant"] == "converges"]
     assert converges["partial"] and "KIP-848" in converges["reason"]
 
@@ -156,33 +166,37 @@ def test_broker_log_line_that_starts_like_a_coordinator_message_but_does_not_par
 # ------------------------------------------------------------------ Java consumer logs
 
 
+COOPERATIVE = SAMPLES / "kafka-4.1.1-extra" / "vc-cooperative-stall"  # a real 4.1.1 cooperative-sticky group
+
+
 def test_java_consumer_log_cooperative() -> None:
-    events, stats = read(SAMPLES / "java-consumer" / "payments-a.log")
+    events, stats = read(COOPERATIVE / "c1.log")
     assert not stats.skipped
-    assert names(events) == ["group_joined", "group_synced", "group_synced", "partitions_assigned", "group_joined",
-                             "group_synced", "group_synced", "partitions_revoked", "partitions_assigned",
-                             "group_joined", "group_synced", "group_synced", "partitions_assigned",
-                             "partitions_revoked", "shutdown_complete"]
+    assert names(events)[:13] == ["group_joined", "group_synced", "group_synced", "partitions_assigned",
+                                  "group_joined", "group_synced", "group_synced", "partitions_revoked",
+                                  "partitions_assigned", "group_joined", "group_synced", "group_synced",
+                                  "partitions_assigned"]
+    assert names(events)[-1] == "shutdown_complete"
     joined = events[0]
     assert (joined["generation"], joined["member_id"], joined["assignor"], joined["member"]) == \
-        (1, "consumer-payments-1-1b0c7f3e-1111-4a44-8e3f-000000000001", "cooperative-sticky", "consumer-payments-1")
+        (1, "consumer-g-cs-1-9897ff5a-09f6-4cd1-a07c-ca17d512d5c8", "cooperative-sticky", "consumer-g-cs-1")
     assert joined["reason"].startswith("need to re-join with the given member-id")
-    assert joined["subscription"] == ["payments"]
-    block = events[6]
-    assert block["protocol"] == "cooperative"
-    assert [(p["topic"], p["partition"]) for p in block["owned"]] == [("payments", p) for p in range(4)]
-    assert parts(events[7]) == [("payments", 2), ("payments", 3)]
+    assert joined["subscription"] == ["cs1"]
+    block = events[2]  # the "Updating assignment with" block of generation 1
+    assert block["protocol"] == "cooperative" and block["owned"] == []
+    assert [(p["topic"], p["partition"]) for p in block["assignment"]] == [("cs1", p) for p in range(6)]
+    assert parts(events[7]) == [("cs1", 3), ("cs1", 4), ("cs1", 5)]
 
 
 def test_java_consumer_logs_with_the_broker_log() -> None:
-    report = run([SAMPLES / "java-consumer" / "payments-a.log", SAMPLES / "java-consumer" / "payments-b.log",
-                  SAMPLES / "broker" / "server-java-4.1.log"])
+    """Four JVMs' client logs (each client id consumer-g-cs-1) and the broker's log, without the outputs."""
+    report = run([COOPERATIVE / f"c{n}.log" for n in range(1, 5)] + [COOPERATIVE / "server.log"])
     assert findings(report) == []
     for invariant in ("revoke-before-assign", "revoke-only-moved", "subscribed-only", "converges"):
         assert invariant in report["checked"], invariant
-    members = {m["member"]: m for m in report["groups"]["payments"]["members"]}
-    assert members["payments-b"]["owned_at_end"] == []  # lost its partitions
-    assert report["groups"]["payments"]["rebalances"][2]["moved"] == 2
+    members = {m["member"]: m for m in report["groups"]["g-cs"]["members"]}
+    assert set(members) == {"c1", "c2", "c3", "c4"} and all(m["shutdown"] for m in members.values())
+    assert [r["moved"] for r in report["groups"]["g-cs"]["rebalances"]][2] == 3
 
 
 def test_java_consumer_log_older_format() -> None:

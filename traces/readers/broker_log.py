@@ -45,6 +45,13 @@ Created a new member id X ... / Pending dynamic
 member with id X joins group G
 ====================================================  ==============================================
 
+The coordinator moving (Java coordinator, 4.x; GroupMetadataManager ``onLoaded`` / ``onUnloaded``):
+"Loaded classic group G with N members." / "Loaded consumer group G with N members." (``coordinator_state``
+detail loaded) and "[GroupId=G] Unloading group metadata for generation N." / "[GroupId=G] Unloaded group
+metadata for group epoch E." (detail unloaded). A broker restart, or the group's ``__consumer_offsets``
+partition changing leader, prints them: the members must find the new coordinator, and ``converges``
+counts from there.
+
 Consumer groups (KIP-848, Java coordinator only): "Member M joins the consumer group"
 (member-joined), "Static member with instance id I re-joins ... Created a new member NEW to replace
 the existing member OLD" (OLD fenced), "Bumped group epoch to E" (``coordinator_rebalance``,
@@ -62,7 +69,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from traces.readers.logtime import java_tp_list, leading_timestamp
+from traces.readers.logtime import java_tp_list, leading_timestamp, looks_like_log
 from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
 
 FORMAT = "broker-log"
@@ -211,8 +218,31 @@ def _kip848_static_replaced(m: re.Match[str], state: dict[str, Any]) -> list[dic
                 reason="fenced", replaced_by=m["new"], protocol="consumer")]
 
 
+def _loaded(m: re.Match[str], state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [_ev("coordinator_state", group=m["group"], detail="loaded", member_count=int(m["count"]),
+                protocol="consumer" if m["kind"] == "consumer" else "classic")]
+
+
+def _unloaded(m: re.Match[str], state: dict[str, Any]) -> list[dict[str, Any]]:
+    groups = m.groupdict()
+    generation = groups.get("gen")
+    return [_ev("coordinator_state", group=m["group"], detail="unloaded",
+                generation=int(generation) if generation is not None else None,
+                epoch=int(groups["epoch"]) if groups.get("epoch") is not None else None)]
+
+
 # (keyword that must be in the line, pattern, handler); the first match wins.
 PATTERNS: list[tuple[str, re.Pattern[str], Handler]] = [
+    # the coordinator moved (GroupMetadataManager.onLoaded / onUnloaded, Kafka 4.x): a broker took over, or gave
+    # up, the __consumer_offsets partition of the group (CoordinatorRuntime "Scheduling loading of metadata from
+    # __consumer_offsets-N" names the partition, not the group, and is not read)
+    ("Loaded classic group", re.compile(rf"Loaded (?P<kind>classic) group {_G} with (?P<count>\d+) members"), _loaded),
+    ("Loaded consumer group", re.compile(rf"Loaded (?P<kind>consumer) group {_G} with (?P<count>\d+) members"),
+     _loaded),
+    ("group metadata for", re.compile(
+        r"\[GroupId=(?P<group>[^\]]+)\] Unloading group metadata for generation (?P<gen>-?\d+)"), _unloaded),
+    ("group metadata for", re.compile(
+        r"\[GroupId=(?P<group>[^\]]+)\] Unloaded group metadata for group epoch (?P<epoch>-?\d+)"), _unloaded),
     # prepareRebalance (GroupCoordinator.scala; GroupMetadataManager.java)
     ("Preparing to rebalance", re.compile(
         rf"Preparing to rebalance group {_G} in state (?P<state>\w+) with old generation (?P<gen>-?\d+)"
@@ -365,6 +395,9 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
 
 
 def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
+    """A log4j log with coordinator lines; a text that only quotes some (a README) is none."""
+    if not looks_like_log(lines):
+        return None
     score = 0
     for line in lines:
         if "GroupCoordinator" in line or "coordinator.group" in line or "KafkaServer" in line \

@@ -21,6 +21,11 @@ Lost previously assigned partitions [t-0]                   ``partitions_lost`` 
 Updating assignment with / Assigned partitions: ... /       ``group_synced`` with protocol cooperative:
 Current owned partitions: ... (a tab-indented block)        ConsumerCoordinator.onJoinComplete logs it for
                                                             the COOPERATIVE protocol only
+Member M with epoch E transitioned from S to T              the consumer protocol (KIP-848, AsyncKafka-
+                                                            Consumer): member id M (and ``member_epoch`` E)
+                                                            on the member's next events; the epoch is the
+                                                            member's, not a group generation
+                                                            (AbstractMembershipManager.transitionTo)
 Request joining group due to: R                             the reason given to the next ``group_joined``
                                                             (AbstractCoordinator.requestRejoin)
 Subscribed to topic(s): a, b                                the member's ``subscription`` from then on
@@ -39,7 +44,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from traces.readers.logtime import java_tp_list, leading_timestamp
+from traces.readers.logtime import java_tp_list, leading_timestamp, looks_like_log
 from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
 
 FORMAT = "java-consumer-log"
@@ -52,19 +57,21 @@ _SYNCED = re.compile(r"Successfully synced group in generation " + _GENERATION)
 _ADDING = re.compile(r"Adding newly assigned partitions:? ?(?P<tps>.*?)\s*$")
 _REVOKE = re.compile(r"Revoke previously assigned partitions:? ?(?P<tps>.*?)\s*$")
 _LOST = re.compile(r"Lost previously assigned partitions:? ?(?P<tps>.*?)\s*$")
+_EPOCH = re.compile(r"Member (?P<member_id>\S+) with epoch (?P<epoch>-?\d+) transitioned from (?P<src>\w+) to "
+                    r"(?P<dst>\w+)")
 _REJOIN = re.compile(r"Request joining group due to: (?P<reason>.*?)\s*$")
 _SUBSCRIBED = re.compile(r"Subscribed to topic\(s\): (?P<topics>.*?)\s*$")
 _UNREGISTERED = re.compile(r"App info kafka\.consumer for (?P<client>\S+) unregistered")
 _BLOCK_FIELD = re.compile(r"^\s*(?P<label>Assigned partitions|Current owned partitions|Added partitions|"
                           r"Revoked partitions)[^:]*:\s*(?P<tps>\[.*\]|.*?)\s*$")
 _LOGGER_SUFFIX = re.compile(r"\s\((?:[a-z_][\w$]*\.)+[A-Za-z_][\w$]*\)\s*$")
-_KEYWORDS = ("Successfully joined group", "Successfully synced group", "assigned partitions",
+_KEYWORDS = ("Successfully joined group", "Successfully synced group", "assigned partitions", "transitioned from",
              "Updating assignment with", "Request joining group due to", "Subscribed to topic",
              "App info kafka.consumer for")
 
 
 class _Member:
-    __slots__ = ("group", "instance", "generation", "member_id", "assignor", "reason", "subscription")
+    __slots__ = ("group", "instance", "generation", "member_id", "assignor", "reason", "subscription", "epoch")
 
     def __init__(self, group: str, instance: str | None) -> None:
         self.group = group
@@ -74,6 +81,7 @@ class _Member:
         self.assignor: str | None = None
         self.reason: str | None = None
         self.subscription: list[str] | None = None
+        self.epoch: int | None = None  # KIP-848 member epoch: per member, not a group generation
 
 
 def _tps(text: str) -> list[dict[str, Any]]:
@@ -100,6 +108,8 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
             ctx["assignor"] = m.assignor
         if m.subscription is not None:
             ctx["subscription"] = m.subscription
+        if m.epoch is not None:
+            ctx["member_epoch"] = m.epoch
         return ctx
 
     def flush_block() -> Iterator[Located]:
@@ -178,6 +188,11 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                 event = {"name": "partitions_revoked", **context(client, m), "partitions": _tps(hit["tps"])}
             elif (hit := _LOST.search(body)) is not None:
                 event = {"name": "partitions_lost", **context(client, m), "partitions": _tps(hit["tps"])}
+            elif (hit := _EPOCH.search(body)) is not None:
+                # the consumer protocol's membership (KIP-848): the member id the coordinator's lines name. The
+                # epoch is the member's own and is not a generation: members of one group are at different epochs
+                m.member_id, m.epoch = hit["member_id"], int(hit["epoch"])
+                continue
             elif "Updating assignment with" in body:
                 block = (client, last_ts, n, {})
                 continue
@@ -202,9 +217,21 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
 
 
 def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
+    """A log4j log with consumer lines; a text that only quotes some (a README) is none."""
+    if not looks_like_log(lines):
+        return None
     clients: set[str] = set()
     for line in lines:
         m = _PREFIX.search(line)
         if m:
             clients.add(m["client"])
     return (FORMAT, 95, frozenset(clients)) if clients else None
+
+
+def group_of(lines: list[str]) -> str | None:
+    """The group the first consumer line of a log names, for pairing the log with its callback trace."""
+    for line in lines:
+        m = _PREFIX.search(line)
+        if m and m["group"]:
+            return m["group"]
+    return None

@@ -55,6 +55,7 @@ except ImportError:  # pragma: no cover - orjson is the fast path, json the fall
     loads = json.loads
 
 FORMATS = ("groupspec", "verifiable-consumer", "kafkatest")
+LIFECYCLE = frozenset({ev.STARTUP_COMPLETE, ev.SHUTDOWN_COMPLETE})
 
 
 def parser_keys(*names: str) -> tuple[str, ...]:
@@ -227,12 +228,18 @@ def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
     """(format, confidence, members named) when the first lines look like trace events, else None.
 
     A file whose first line is an event is JSON Lines whatever follows (the reader counts the bad
-    lines); otherwise most of the first lines must be events.
+    lines); otherwise most of the first lines must be events. Objects with a ``name`` that is no
+    trace event are another tool's: Apache Kafka's VerifiableProducer prints ``startup_complete``
+    and ``shutdown_complete`` too (tools/.../VerifiableProducer.java), around ``producer_send_success``
+    / ``producer_send_error`` / ``tool_data``. A file where such events outnumber trace events, or
+    whose only trace events are the lifecycle ones, is not a consumer's trace.
     """
     import json
 
     seen = 0
     bad = 0
+    foreign = 0
+    group_events = 0
     first_good: bool | None = None
     fmt = "verifiable-consumer"
     members: set[str] = set()
@@ -253,7 +260,12 @@ def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
             continue
         if first_good is None:
             first_good = True
+        if obj["name"] not in EVENT_NAMES:
+            foreign += 1  # another tool's event (VerifiableProducer's producer_send_success, tool_data)
+            continue
         seen += 1
+        if obj["name"] not in LIFECYCLE:
+            group_events += 1
         if isinstance(obj.get("member"), str):
             members.add(obj["member"])
         if "_time" in obj and "timestamp" not in obj:
@@ -261,4 +273,43 @@ def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
         elif fmt != "kafkatest" and (obj["name"].startswith("coordinator_")
                                      or any(k in obj for k in ("member", "group", "member_id", "generation"))):
             fmt = "groupspec"
+    if foreign > seen or (foreign and not group_events):
+        return None  # e.g. a VerifiableProducer's output: its startup/shutdown lines make no consumer
     return (fmt, 100, frozenset(members)) if seen and (first_good or bad <= seen) else None
+
+
+def commits_shown(fmt: str, lines: list[str]) -> bool | None:
+    """Does a callback trace of format ``fmt`` show every commit its consumer made? (see Source.commits_shown)
+
+    groupspec traces and confluent-kafka's kafkatest consumer print every commit, automatic ones
+    included (kafkatest prints from librdkafka's ``on_commit``, which auto-commits call too).
+    Apache Kafka's VerifiableConsumer prints only the commits it makes itself: without
+    ``--enable-autocommit`` it calls ``commitSync`` after every poll and prints the result
+    (VerifiableConsumer.run / onComplete), with it the consumer commits on its own and nothing is
+    printed. So two polls with no ``offsets_committed`` between them mean auto-commit (False), an
+    ``offsets_committed`` means explicit commits (True); a file whose first lines show neither
+    cannot tell (None).
+    """
+    if fmt != "verifiable-consumer":
+        return True
+    import json
+
+    polled = False
+    for line in lines:
+        text = line.strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        name = obj.get("name") if isinstance(obj, dict) else None
+        if name == ev.OFFSETS_COMMITTED:
+            return True
+        if name == ev.RECORDS_CONSUMED:
+            if polled:
+                return False
+            polled = True
+        elif name == ev.STARTUP_COMPLETE:
+            polled = False  # a restart: the process before may have been killed between a poll and its commit
+    return None

@@ -42,7 +42,9 @@ _JOINED = re.compile(r"Successfully joined group (?P<group>\S+) <Generation (?P<
                      r"(?P<member_id>[^,]*), protocol: (?P<proto>[^)]*)\)>")
 _JOINED_OLD = re.compile(r"Successfully joined group (?P<group>\S+) with generation (?P<gen>-?\d+)")
 _SETTING = re.compile(r"Setting newly assigned partitions (?P<tps>.*) for group (?P<group>\S+?)\s*$")
-_REVOKING = re.compile(r"Revoking previously assigned partitions (?P<tps>.*) for group (?P<group>\S+?)\s*$")
+# kafka-python 3.x adds why: "... for group G on close" (ConsumerCoordinator._on_join_prepare / close)
+_REVOKING = re.compile(r"Revoking previously assigned partitions (?P<tps>.*) for group (?P<group>\S+?)"
+                       r"(?: on \w+(?: \w+)*)?\s*$")
 _TP = re.compile(r"TopicPartition\(topic=u?'(?P<topic>[^']*)', partition=(?P<partition>-?\d+)\)")
 _SUBSCRIBED = re.compile(r"Updating subscribed topics to: (?P<topics>.*?)\s*$")
 _QUOTED = re.compile(r"u?'([^']*)'")
@@ -106,7 +108,11 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
 
 
 def sniff(lines: list[str]) -> tuple[str, int, frozenset[str]] | None:
+    """A log with kafka-python's coordinator messages; logger names alone are not enough: Apache Kafka's
+    own loggers (``org.apache.kafka.coordinator.group...``, quoted in a README) contain them too."""
     score = sum(3 for line in lines if any(k in line for k in _KEYWORDS))
-    score += sum(1 for line in lines if "kafka.coordinator" in line or "kafka.conn" in line
-                 or "kafka.consumer" in line)
-    return (FORMAT, min(85, 10 + score), frozenset()) if score else None
+    if not score:
+        return None
+    score += sum(1 for line in lines if ("kafka.coordinator" in line or "kafka.conn" in line
+                                         or "kafka.consumer" in line) and "org.apache.kafka" not in line)
+    return FORMAT, min(85, 10 + score), frozenset()

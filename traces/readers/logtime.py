@@ -82,6 +82,30 @@ def leading_timestamp(line: str, naive_offset_ms: int | None = None) -> tuple[in
     return ms, m.end()
 
 
+def looks_like_log(lines: list[str]) -> bool:
+    """Do these first lines of a file have the shape of a log whose lines start with their time?
+
+    A log written by log4j (a broker's ``server.log``, a Java client's log) starts with a timestamped
+    line, and most of its lines that are not continuations (a stack trace's indented frames) start
+    with one too. A README, a report or an issue that *quotes* a few such lines does not: it starts
+    with a title or prose, and its quotes are a minority. Only the readers whose format is
+    timestamp-first ask this; the message patterns then decide what the lines mean.
+    """
+    stamped = other = 0
+    first: bool | None = None
+    for line in lines:
+        if not line.strip() or line[:1] in (" ", "\t"):
+            continue
+        found = _TS.match(line) is not None
+        if first is None:
+            first = found
+        if found:
+            stamped += 1
+        elif not line.startswith(("Caused by:", "java.", "org.", "kafka.", "\tat ", "...")):
+            other += 1
+    return bool(first) and stamped >= 4 * other
+
+
 def parse_datetime_text(text: str, naive_offset_ms: int | None = None) -> int | None:
     """Epoch ms of a ``YYYY-MM-DD HH:MM:SS[.ffffff]`` text (Python's ``str(datetime.now())``), or None."""
     found = leading_timestamp(text.strip(), naive_offset_ms)
