@@ -121,8 +121,14 @@ def _walk(paths: Sequence[str]) -> list[tuple[Path, str, bool]]:
     return out
 
 
-def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int | None = None) -> Plan:
-    """The sources of a trace set; InputError when a named file cannot be read as a trace."""
+def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int | None = None,
+         strays_ignored: bool = False) -> Plan:
+    """The sources of a trace set; InputError when a named file cannot be read as a trace.
+
+    ``strays_ignored``: files named on the command line beside directories (a shell glob such as
+    ``samples/*`` names the README too) whose format cannot be told are listed as ignored, with
+    the reason, instead of stopping the check; a file named alone is still an error.
+    """
     if forced is not None and forced not in FORMATS:
         raise InputError(f"unknown format {forced!r}; known: {', '.join(FORMATS)}")
     sources: list[Source] = []
@@ -145,10 +151,10 @@ def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int |
                 continue
             fmt = forced
         elif found is None:
-            if explicit:
-                deep = too_deep(lines)
-                if deep is not None:
-                    raise InputError("invalid JSON: nested too deeply", source=label, line=deep)
+            deep = too_deep(lines) if explicit else None
+            if deep is not None:
+                raise InputError("invalid JSON: nested too deeply", source=label, line=deep)
+            if explicit and not strays_ignored:
                 first = next(line for line in lines if line.strip())
                 raise InputError(f"cannot tell the format (first line: {first[:80]!r}); "
                                  f"name it with --format ({', '.join(FORMATS)})", source=label)
@@ -161,7 +167,7 @@ def plan(paths: Sequence[str], forced: str | None = None, naive_offset_ms: int |
                               members=members, naive_offset_ms=naive_offset_ms,
                               group_hint=group_of(lines) if group_of is not None else None,
                               commits_shown=commits_shown(fmt, lines) if fmt in JSONL_FORMATS else False))
-    if not sources:
+    if not sources and not strays_ignored:
         where = ", ".join(paths)
         raise InputError(f"no trace files in {where}" + (f" ({len(ignored)} file(s) ignored)" if ignored else ""))
     _disambiguate_members(sources)

@@ -119,7 +119,7 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
     kept = []
     stray: list[dict[str, str]] = []
     for one in runs:
-        plan = make_plan(list(one.paths), fmt, naive_offset_ms)
+        plan = make_plan(list(one.paths), fmt, naive_offset_ms, strays_ignored=one.loose and len(runs) > 1)
         stats = InputStats(strict=strict)
         checker = Checker(plan.sources, config, stats, plan.callback_members)
         per_second: Counter[int] = Counter()
@@ -133,6 +133,7 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
             # files a shell glob put beside the directories (`real/*` names README.md too): like a
             # directory's README, listed as ignored -- but a directory that gives nothing is an error
             stray += [{"path": s["path"], "why": "no event read"} for s in report["input"]["sources"]]
+            stray += plan.ignored
             continue
         require_events(report, one)
         reports.append(report)

@@ -301,7 +301,7 @@ def commits_shown(fmt: str, lines: list[str]) -> bool | None:
             continue
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a deep line is the reader's to report, not this look's
             continue
         name = obj.get("name") if isinstance(obj, dict) else None
         if name == ev.OFFSETS_COMMITTED:
