@@ -132,6 +132,21 @@ def test_stalled_application_thread_is_left_by_the_heartbeat_thread(broker: Kafk
         assert m.stop() == 0
 
 
+def test_held_leader_waits_between_join_and_sync_until_released(broker: KafkaBroker, tmp_path: Path) -> None:
+    hold = tmp_path / "leader.hold"
+    with Fleet() as fleet:
+        leader = fleet.start(_config(broker, tmp_path, "leader", "g-hold", **{"groupspec.hold.file": str(hold)}))
+        _until_owns_all(leader, "the leader to own every partition")
+        hold.touch()
+        other = fleet.start(_config(broker, tmp_path, "other", "g-hold"))
+        wait_until(lambda: Path(f"{hold}.inside").exists(), 60, "the leader to be held inside its assignor")
+        assert not owned_after(other.events())  # no SyncGroup answer while the leader is held
+        hold.unlink()
+        wait_until(lambda: len(owned_after(leader.events())) == 2 and len(owned_after(other.events())) == 2, 60,
+                   "both to own two partitions once the leader is released")
+        assert not Path(f"{hold}.inside").exists()
+
+
 def test_verifiable_consumer_output_is_kept_as_kafka_prints_it(broker: KafkaBroker, tmp_path: Path) -> None:
     with Fleet() as fleet:
         v = fleet.start(_config(broker, tmp_path, "v", "g-vc", client="verifiable-consumer"))
