@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,13 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from conformance.drivers.java_consumer import JAR_NAME as JAVA_DRIVER_JAR
+from conformance.drivers.java_consumer import PROJECT_DIR as JAVA_DRIVER_DIR
 from conformance.drivers.java_consumer import resume, stall
 from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, owned_after, wait_until
+from conformance.java_assignors import jar_is_fresh
 from conformance.kafka import KafkaBroker, env_problem
 from model.types import TopicPartition
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_PROBLEM = env_problem()
+_PROBLEM = env_problem() or (
+    None if shutil.which("mvn") or jar_is_fresh(JAVA_DRIVER_DIR, JAVA_DRIVER_JAR)
+    else "`mvn` is not on PATH and the Java consumer driver is not built")
 pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"Apache Kafka cannot run here: {_PROBLEM}")
 TOPIC = "orders"
 ALL = {TopicPartition(TOPIC, p) for p in range(4)}
