@@ -82,12 +82,17 @@ def safety_held(*, generations: bool, protocol: str, explicit_commits: bool, sub
                                    "or the expiry of a killed member's session (a zombie owns nothing it acts on)"),
         "consume-owned-only": _why(HELD, f"{base}: a consumer fetches only from its current assignment"),
         "monotonic-consumption": _why(HELD, f"{base}: positions only move forward within an assignment"),
-        "subscribed-only": _why(HELD if subscription else UNCHECKED,
+        # VerifiableConsumer's stdout has neither, but each one's client log (m<N>.log, beside m<N>.jsonl)
+        # does: whether a checker pairs them is its call.
+        "subscribed-only": _why(HELD if subscription else UNCHECKED + "-or-held",
                                 "every member subscribed to the one topic it was assigned" if subscription else
-                                "VerifiableConsumer output does not say what it subscribed to"),
-        "generation-monotonic": _why(HELD if generations else UNCHECKED,
+                                "VerifiableConsumer output does not say what it subscribed to, but its client "
+                                "log does: 'Subscribed to topic(s): orders'"),
+        "generation-monotonic": _why(HELD if generations else UNCHECKED + "-or-held",
                                      "the Java client's generation only grows within a process" if generations else
-                                     "the files carry no generation"),
+                                     "VerifiableConsumer output carries no generation, but each consumer's own "
+                                     "client log (m<N>.log, paired with m<N>.jsonl by name) does: 'Successfully "
+                                     "joined group with generation ...'"),
     }
     if explicit_commits:
         exp["commit-owned-only"] = _why(HELD, f"{base}: commitSync of an owned partition right after consuming it")
