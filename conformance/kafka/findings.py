@@ -36,6 +36,15 @@ between the model and Kafka); 2 when the broker could not run.
     member was given a partition while s1 still held it, s1 later revoked (not lost) it, and s1's poll
     timer never fired. The timing window is narrow (the stall must begin before s1's next poll notices the
     rebalance): a run that misses it says so in its evidence.
+
+``load-forgets-generation``
+    The model: a generation formed but not yet stored (the leader's SyncGroup not yet handled) is forgotten
+    when the coordinator moves: the new one loads the last stored group record
+    (``completeClassicGroupJoin`` writes none unless the group is empty), the generation goes back and the
+    next rebalance reuses the number. The replay: m1 (the leader, ``HoldingRangeAssignor`` via
+    ``-X groupspec.hold.file``) and m2 stable; the hold file is created and m3 joins; once m1 is inside its
+    assignor (the generation formed), the broker is SIGKILLed and restarted, then m1 is released.
+    Confirmed when the generation formed during the hold is stabilized again after the reload.
 """
 
 from __future__ import annotations
@@ -177,7 +186,50 @@ def _overlaps(member: list[dict[str, object]], others: list[dict[str, object]]) 
     return found
 
 
+def load_forgets_generation(out: Path, watch_s: float) -> Replay:
+    """Crash the coordinator while a formed generation waits for its leader's SyncGroup (module docstring)."""
+    evidence: list[str] = []
+    group = "load-forgets"
+    with BrokerRun(out, group=group, session_timeout_ms=30000) as run:
+        hold = run.out_dir / "leader.hold"
+        run.produce(8)
+        run.join("m1", "java", assignor="range", **{"groupspec.hold.file": str(hold)})
+        run.join("m2", "java", assignor="range")
+        run.wait_stable("m1", "m2", what="m1 (the leader) and m2")
+        stored = run.log_lines(rf"Stabilized group {group} generation")
+        hold.touch()
+        run.note("leader_held", file=hold.name)
+        run.join("m3", "java", assignor="range", wait=False)
+        wait_until(lambda: Path(f"{hold}.inside").exists(), run.wait_timeout_s,
+                   "the leader to be held inside its assignor (a generation formed, its SyncGroup not sent)")
+        formed = run.log_lines(rf"Stabilized group {group} generation")[-1]
+        run.note("leader_inside_assign", line=formed[:200])
+        run.restart_broker(hard=True)  # the new generation lived only in the coordinator's memory
+        run.wait_log(rf"Loaded classic group {group}", "the group loaded from __consumer_offsets")
+        hold.unlink()
+        run.note("leader_released")
+        run.wait_stable("m1", "m2", "m3", what="three members after the reload")
+        run.pause(watch_s / 3, "the group settles")
+        lines = run.log_lines(rf"Stabilized group {group} generation|Loaded classic group {group}|"
+                              rf"{group}.*(ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID)")
+        run.leave("m1")
+        run.leave("m2")
+        run.leave("m3")
+    gens = [int(ln.split(" generation ")[1].split()[0]) for ln in lines if "Stabilized group" in ln]
+    formed_gen = int(formed.split(" generation ")[1].split()[0])
+    after = gens[len(stored) + 1:]
+    evidence.append(f"generations stabilized, in order: {gens} (stored before the hold: {len(stored)}; formed while "
+                    f"the leader was held: {formed_gen}; after the reload: {after})")
+    evidence += [f"server.log: {ln.strip()[:200]}" for ln in lines if "Loaded classic group" in ln][:1]
+    clients = [ln for m in ("m1", "m2", "m3") for ln in (out / f"{m}.log").read_text().splitlines()
+               if "ILLEGAL_GENERATION" in ln or "UNKNOWN_MEMBER_ID" in ln]
+    evidence += [f"client log: {ln.strip()[:200]}" for ln in clients[:2]]
+    confirmed = formed_gen in after  # the number was handed out again after the reload
+    return Replay("load-forgets-generation", confirmed, evidence)
+
+
 REPLAYS: dict[str, Callable[[Path, float], Replay]] = {
+    "load-forgets-generation": load_forgets_generation,
     "static-rejoin-keeps-stale-assignment": static_rejoin_keeps_stale_assignment,
     "static-zombie-rejoin": static_zombie_rejoin,
 }

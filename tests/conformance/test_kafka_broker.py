@@ -131,9 +131,10 @@ def test_an_unknown_version_exits_2_with_one_message(tmp_path: Path) -> None:
 
 def test_command_line_broker_stops_on_ctrl_c(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.kafka", "--workdir", str(tmp_path),
+    # a relative --workdir (the broker JVM runs inside it, so the harness must make it absolute)
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.kafka", "--workdir", tmp_path.name,
                              "--topic", "hand:2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=PROJECT_ROOT)
+                            env=env, cwd=tmp_path.parent)
     try:
         assert proc.stdout is not None
         lines = []

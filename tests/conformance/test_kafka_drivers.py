@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,13 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from conformance.drivers.java_consumer import JAR_NAME as JAVA_DRIVER_JAR
+from conformance.drivers.java_consumer import PROJECT_DIR as JAVA_DRIVER_DIR
 from conformance.drivers.java_consumer import resume, stall
 from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, owned_after, wait_until
+from conformance.java_assignors import jar_is_fresh
 from conformance.kafka import KafkaBroker, env_problem
 from model.types import TopicPartition
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_PROBLEM = env_problem()
+_PROBLEM = env_problem() or (
+    None if shutil.which("mvn") or jar_is_fresh(JAVA_DRIVER_DIR, JAVA_DRIVER_JAR)
+    else "`mvn` is not on PATH and the Java consumer driver is not built")
 pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"Apache Kafka cannot run here: {_PROBLEM}")
 TOPIC = "orders"
 ALL = {TopicPartition(TOPIC, p) for p in range(4)}
@@ -130,6 +136,21 @@ def test_stalled_application_thread_is_left_by_the_heartbeat_thread(broker: Kafk
         wait_until(lambda: any(e["name"] == "partitions_lost" for e in m.events())
                    and owned_after(m.events()) == ALL, 60, "m to lose its partitions and rejoin")
         assert m.stop() == 0
+
+
+def test_held_leader_waits_between_join_and_sync_until_released(broker: KafkaBroker, tmp_path: Path) -> None:
+    hold = tmp_path / "leader.hold"
+    with Fleet() as fleet:
+        leader = fleet.start(_config(broker, tmp_path, "leader", "g-hold", **{"groupspec.hold.file": str(hold)}))
+        _until_owns_all(leader, "the leader to own every partition")
+        hold.touch()
+        other = fleet.start(_config(broker, tmp_path, "other", "g-hold"))
+        wait_until(lambda: Path(f"{hold}.inside").exists(), 60, "the leader to be held inside its assignor")
+        assert not owned_after(other.events())  # no SyncGroup answer while the leader is held
+        hold.unlink()
+        wait_until(lambda: len(owned_after(leader.events())) == 2 and len(owned_after(other.events())) == 2, 60,
+                   "both to own two partitions once the leader is released")
+        assert not Path(f"{hold}.inside").exists()
 
 
 def test_verifiable_consumer_output_is_kept_as_kafka_prints_it(broker: KafkaBroker, tmp_path: Path) -> None:

@@ -101,7 +101,10 @@ public final class ConsumerDriver {
         } else {
             p.putIfAbsent(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, Integer.toString(a.sessionTimeoutMs));
             p.putIfAbsent(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, Integer.toString(a.heartbeatIntervalMs));
-            p.putIfAbsent(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignorClass(a.assignor));
+            // -X groupspec.hold.file=PATH: range, held before assigning while PATH exists (HoldingRangeAssignor)
+            boolean hold = p.containsKey(HoldingRangeAssignor.HOLD_FILE_CONFIG) && a.assignor.equals("range");
+            p.putIfAbsent(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                    hold ? HoldingRangeAssignor.class.getName() : assignorClass(a.assignor));
             protocol = a.assignor.equals("cooperative-sticky") ? "cooperative" : "eager";
         }
         this.autoCommit = Boolean.parseBoolean(p.getProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG));
