@@ -14,10 +14,21 @@ them (``AbstractCoordinator.close`` -> ``awaitPendingRequests``).
 
 That is the contract Kafka's clients get from one TCP connection to the coordinator (the
 ``NetworkClient`` keeps one connection per node and at most ``max.in.flight.requests.per.connection``
-requests in flight, answered in order; a broker processes one connection's requests in order). When
+requests in flight, answered in order). **One request at a time on the broker side**: the broker
+reads one request of a connection, then mutes the connection until that request's response is sent
+(``SocketServer``'s ``Processor``: ``mute`` after a completed receive, ``unmute`` once the send
+completes). Most group requests are answered at once, but the coordinator parks a JoinGroup until
+the join phase completes and a follower's SyncGroup until the leader's arrives
+(``GroupMetadataManager``: "sockets are muted while the JoinGroup request is parked"); while one
+is parked, nothing else the member sent on that connection is read -- its LeaveGroup on close, its
+heartbeats, its commits wait in this queue behind it. The network itself only keeps the queues;
+the muting is the system's guard on delivering a request (``model.system.muted``), because which
+connections are muted is the coordinator's state. When
 the coordinator moves or fails, the requests queued for it are answered with an error by the broker
 they reached (:meth:`Network.answer_queued`); a member's connection id stays the same when it
-reconnects to a new coordinator. Not modelled: request timeouts and disconnects of a live process.
+reconnects to a new coordinator. Not modelled: request timeouts and disconnects of a live process,
+and ``close()``'s timeout (default 30 s): a closed consumer's queued requests are always read
+eventually, also when a parked JoinGroup keeps them waiting longer.
 
 The value is a frozen, hashable record of two tuples of ``(conn, queue)`` pairs sorted by
 connection id; queues are tuples. Every function returns a new value.

@@ -7,7 +7,8 @@ A state (:class:`SystemState`) is a frozen value: the time, the coordinator's gr
 
 system actions, which happen by themselves --
 
-* :class:`DeliverRequest` -- the coordinator handles the oldest request of one connection;
+* :class:`DeliverRequest` -- the coordinator handles the oldest request of one connection, unless
+  that connection is muted (:func:`muted`: a JoinGroup or SyncGroup of it is parked in the group);
 * :class:`DeliverResponse` -- a member handles the oldest response of its connection (only while
   one of its threads reads the socket: ``member.can_receive``);
 * :class:`MemberPolls` -- a member's application thread calls ``poll()`` and has something to do;
@@ -329,6 +330,16 @@ def _put_member(state: SystemState, m: Member) -> SystemState:
 # -- what is enabled -----------------------------------------------------------------------------
 
 
+def muted(group: co.Group) -> frozenset[str]:
+    """The connections the coordinator's broker reads nothing from: those with a JoinGroup or SyncGroup
+    parked in the group. Kafka's ``SocketServer`` mutes a connection once it has read a request and
+    unmutes it only when that request's response is sent (``Processor``: ``mute`` after a receive,
+    ``unmute`` in ``processCompletedSends``), and ``GroupMetadataManager`` relies on it while it
+    parks a JoinGroup / SyncGroup (``awaitingJoinFuture`` / ``awaitingSyncFuture``). The requests a
+    muted connection sent meanwhile (a LeaveGroup on close, heartbeats, commits) wait behind it."""
+    return frozenset(c for m in group.members for c in (m.awaiting_join, m.awaiting_sync) if c is not None)
+
+
 def coordinator_deadline(state: SystemState) -> int | None:
     """When the coordinator side next acts: a group timer, or, while the group's partition has no
     leader, the election (no timers run then)."""
@@ -362,7 +373,8 @@ def urgent_actions(state: SystemState) -> list[SystemAction]:
     if coordinator_due(state):
         actions.append(coordinator_action(state))
     else:
-        actions.extend(DeliverRequest(c) for c in state.network.request_conns())
+        quiet = muted(state.group)
+        actions.extend(DeliverRequest(c) for c in state.network.request_conns() if c not in quiet)
     for conn in state.network.response_conns():
         m = member_by_conn(state, conn)
         if m is not None and mb.can_receive(m):
@@ -463,7 +475,8 @@ def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...],
 
 
 def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig, trusted: bool = False) -> Result:
-    if state.network.head_request(a.conn) is None or (not trusted and coordinator_due(state)):
+    if state.network.head_request(a.conn) is None or (not trusted and coordinator_due(state)) \
+            or a.conn in muted(state.group):
         return None
     network, request = state.network.pop_request(a.conn)
     if isinstance(request, FindCoordinatorRequest):  # any broker answers from its metadata
@@ -601,7 +614,7 @@ def _await_pending(state: SystemState, m: Member, config: SystemConfig) -> tuple
     while True:
         if state.home.leader is not None and coordinator_due(state):
             result = _coordinator_timer_fires(state, CoordinatorTimerFires(), config)
-        elif state.network.head_request(m.conn) is not None:
+        elif state.network.head_request(m.conn) is not None and m.conn not in muted(state.group):
             result = _deliver_request(state, DeliverRequest(m.conn), config, trusted=True)
         elif state.network.head_response(m.conn) is not None:
             network, response = state.network.pop_response(m.conn)

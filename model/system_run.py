@@ -128,6 +128,7 @@ class Scheduler:
         self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
         self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, object, int | None] = (None, None, None)
+        self._muted: tuple[object, frozenset[str]] = (None, frozenset())
 
     def _refresh(self, state: SystemState, touched: str | None = None) -> None:
         processes = state.processes
@@ -199,6 +200,12 @@ class Scheduler:
             self._group = (state.group, state.home, deadline)
         return deadline
 
+    def muted(self, state: SystemState) -> frozenset[str]:
+        """``model.system.muted`` of the state's group, computed once per group value."""
+        if self._muted[0] is not state.group:
+            self._muted = (state.group, sy.muted(state.group))
+        return self._muted[1]
+
     def choose(self, state: SystemState, touched: str | None = None) -> Action | None:
         """The next action in ``state``. ``touched``: the only member whose process may differ
         from the state of the previous call (see :func:`touched`); None when unknown."""
@@ -220,6 +227,10 @@ class Scheduler:
             return sy.coordinator_action(state)
         network = state.network
         requests = network.requests
+        if requests:
+            quiet = self.muted(state)
+            if quiet:
+                requests = tuple(entry for entry in requests if entry[0] not in quiet)
         readable = self._readable_conns
         responses = [conn for conn, _ in network.responses if conn in readable]
         count = len(requests) + len(responses)

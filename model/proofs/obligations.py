@@ -28,7 +28,9 @@ ASSUMPTIONS: dict[str, Assumption] = {
         Assumption("fifo-per-connection",
                    "messages between a consumer and the coordinator are delivered reliably and in order per "
                    "connection; a crashed incarnation's queued requests and responses are dropped "
-                   "(model.network)"),
+                   "(model.network). The broker reads one request of a connection at a time (nothing behind a "
+                   "parked JoinGroup / SyncGroup is read until it is answered); the proofs do not need that: "
+                   "their relation delivers a connection's requests in order without it, which allows more"),
         Assumption("one-coordinator",
                    "the group has one coordinator that never moves, reloads or fails (no Dead state, no "
                    "NOT_COORDINATOR); every append to the group's log succeeds"),
