@@ -690,6 +690,10 @@ def _on_join_complete(m: Member, assignment: tuple[TopicPartition, ...], now: in
             m = _request_rejoin(m, "need to revoke partitions and re-join")
     if m.generation.protocol_name == STICKY:  # invokeOnAssignment on the selected assignor
         m = _with(m, sticky_memory=(tuple(sorted(assigned)), m.generation.generation_id))
+    c, d = m.consumption, m.config.delivery
+    if m.config.auto_commit and c is not None and d is not None:
+        # "Reschedule the auto commit starting from now": nextAutoCommitTimer.updateAndReset
+        m = _with(m, consumption=cs.auto_commit_reset(c, d, now))
     m = _own(m, assigned)
     events.append(member_event(m, ev.PARTITIONS_ASSIGNED, now, partitions=added))
     return m
@@ -717,29 +721,28 @@ def poll_deadline(m: Member) -> int | None:
 
 def heartbeat_deadline(m: Member) -> int | None:
     """The next time the heartbeat thread acts (a heartbeat, a coordinator lookup, the poll
-    timeout), or None."""
+    timeout), or None. While the coordinator is unknown the thread only looks it up: it checks the
+    poll timeout once the coordinator is known again (``HeartbeatThread.run``)."""
     if not m.heartbeat_thread_enabled:
         return None
-    deadline = poll_deadline(m)
     if m.coordinator_node is None:
-        due: int | None = None if m.finding_coordinator else m.lookup_after
-    else:
-        due = m.heartbeat_due
-    if due is None:
-        return deadline
+        return None if m.finding_coordinator else m.lookup_after
+    deadline = poll_deadline(m)
+    due = m.heartbeat_due
     return due if deadline is None else min(due, deadline)
 
 
 def heartbeat_tick(m: Member, now: int) -> Output:
-    """One pass of ``HeartbeatThread.run`` at ``now`` (>= :func:`heartbeat_deadline`): the poll
-    timeout is checked before the heartbeat timer."""
-    deadline = poll_deadline(m)
-    if deadline is not None and now >= deadline:
-        return maybe_leave_group(m, "consumer poll timeout has expired.", now)
+    """One pass of ``AbstractCoordinator.HeartbeatThread.run`` at ``now`` (>= :func:`heartbeat_deadline`),
+    in Kafka's order: an unknown coordinator is looked up first (nothing else happens in that pass),
+    then the poll timeout is checked, then the heartbeat timer."""
     if m.coordinator_node is None:  # coordinatorUnknown(): look it up instead of heartbeating
         requests: list[Request] = []
         m = _lookup_coordinator(m, now, requests)
         return m, tuple(requests), ()
+    deadline = poll_deadline(m)
+    if deadline is not None and now >= deadline:  # pollTimeoutExpired -> handlePollTimeoutExpiry
+        return maybe_leave_group(m, "consumer poll timeout has expired.", now)
     if now >= m.heartbeat_due:
         c = m.config
         request = HeartbeatRequest(m.generation.member_id, c.instance_id, m.generation.generation_id)
@@ -750,10 +753,12 @@ def heartbeat_tick(m: Member, now: int) -> Output:
 
 def maybe_leave_group(m: Member, reason: str, now: int) -> Output:
     """``AbstractCoordinator.maybeLeaveGroup``: a dynamic member that is in the group sends
-    LeaveGroup; static members never do. Either way the generation and member id are reset, so
-    the next ``onJoinPrepare`` declares everything owned lost."""
+    LeaveGroup, when it knows its coordinator (``shouldSendLeaveGroupRequest``: not
+    ``coordinatorUnknown()``, not UNJOINED, a member id); static members never do. Either way the
+    generation and member id are reset, so the next ``onJoinPrepare`` declares everything owned lost."""
     requests: tuple[Request, ...] = ()
-    if m.state is not MemberState.UNJOINED and m.generation.member_id != UNKNOWN_MEMBER_ID and m.config.dynamic:
+    if m.state is not MemberState.UNJOINED and m.generation.member_id != UNKNOWN_MEMBER_ID and m.config.dynamic \
+            and m.coordinator_node is not None:
         requests = (LeaveGroupRequest(((m.generation.member_id, None),), reason),)
     return _reset_state_and_rejoin(m, "consumer pro-actively leaving the group", True), requests, ()
 

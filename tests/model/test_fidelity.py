@@ -140,7 +140,6 @@ def test_close_waits_for_its_commit_and_a_rejected_commit_means_lost_and_no_leav
 # -- 3. the auto-commit timer restarts after a rebalance (ConsumerCoordinator.onJoinComplete)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_the_periodic_auto_commit_comes_one_interval_after_the_rebalance() -> None:
     doc = scenario({"t": 2}, [join(0, "a", ["t"], ["range"]),
                               {"at": 0, "do": "produce", "topic": "t", "records": 1, "every_ms": 500},
@@ -177,7 +176,6 @@ def test_metadata_max_age_defaults_to_kafkas_five_minutes() -> None:
 # -- 5. the heartbeat thread looks for the coordinator before it checks the poll timeout
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_a_member_stalled_across_a_coordinator_outage_leaves_after_rediscovery() -> None:
     """HeartbeatThread.run handles an unknown coordinator first and checks the poll timeout only once
     it is known again; maybeLeaveGroup sends LeaveGroup only to a known coordinator. So the stalled
