@@ -82,8 +82,13 @@ it unknown; until a FindCoordinator answer names the broker again (retried every
 records of partitions that have a position are still fetched (fetches go to partition leaders).
 A member starts knowing its coordinator: its first lookup has no effect the model could show.
 
-**Not modelled:** request timeouts (a retriable failure rejoins at the next poll), client-side
-session expiry (responses are never late), pattern subscriptions, racks.
+**Client-side session expiry** (``Heartbeat.sessionTimeoutExpired``): answers can be late -- the
+broker reads nothing behind a parked JoinGroup / SyncGroup (``model.network``) -- and a member whose
+heartbeats get no answer for ``session.timeout.ms`` marks the coordinator unknown and disconnects
+(:func:`heartbeat_tick`).
+
+**Not modelled:** request timeouts (a retriable failure rejoins at the next poll), pattern
+subscriptions, racks.
 
 Mutants honoured here: ``stale-owned-after-sync-rebalance`` (see :func:`_sync_failed`);
 ``position-ignores-committed`` (``model.consumption.on_offsets_fetched``).
@@ -127,6 +132,7 @@ from model.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from model.network import Disconnect
 from model.system_evolve import evolver
 from model.types import RebalanceProtocol, Subscription, TopicPartition
 
@@ -134,7 +140,7 @@ STALE_OWNED_AFTER_SYNC_REBALANCE = "stale-owned-after-sync-rebalance"
 
 Metadata = tuple[tuple[str, int], ...]  # the cluster's topics and partition counts, sorted by topic
 Event = dict[str, Any]
-Output = tuple["Member", tuple[Request, ...], tuple[Event, ...]]
+Output = tuple["Member", tuple[Request | Disconnect, ...], tuple[Event, ...]]
 
 # Kafka's consumer defaults (ConsumerConfig, 4.x).
 DEFAULT_SESSION_TIMEOUT_MS = 45000
@@ -142,6 +148,7 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 3000
 DEFAULT_MAX_POLL_INTERVAL_MS = 300000
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")  # partition.assignment.strategy default
 DEFAULT_RETRY_BACKOFF_MS = 100  # retry.backoff.ms
+DEFAULT_METADATA_MAX_AGE_MS = 300000  # metadata.max.age.ms
 # The model's messages take no time. The one loop in which a real consumer does nothing but exchange
 # JoinGroup / SyncGroup with the coordinator -- rejoining at once because the assignment it got does
 # not match its subscription, and getting the same one again -- would then never let time pass; the
@@ -221,6 +228,7 @@ class MemberConfig:
     auto_commit: bool = True  # enable.auto.commit (Kafka's default)
     delivery: DeliveryConfig | None = None  # records and commits (model.consumption); None: group only
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
+    metadata_max_age_ms: int = DEFAULT_METADATA_MAX_AGE_MS
     protocol: RebalanceProtocol = RebalanceProtocol.EAGER  # derived: use :func:`member_config`
 
     @property
@@ -233,13 +241,24 @@ def member_config(name: str, assignors: tuple[str, ...] = DEFAULT_ASSIGNORS, **s
     return MemberConfig(name=name, assignors=assignors, protocol=rebalance_protocol(assignors), **settings)
 
 
+class JoinPrepareCommit(StrEnum):
+    """Where ``onJoinPrepare``'s auto-commit (``autoCommitOffsetRequestFuture``) stands."""
+
+    NONE = "none"  # no future: the next onJoinPrepare sends one (if there is anything to commit)
+    IN_FLIGHT = "in_flight"  # sent, not answered: onJoinPrepare returns false, no JoinGroup yet
+    DONE = "done"  # answered (succeeded, or failed for good): the next onJoinPrepare goes on
+    RETRY = "retry"  # failed with a retriable error: the next onJoinPrepare sends it again
+
+
 @dataclass(frozen=True, slots=True)
 class PendingCommit:
-    """An OffsetCommit in flight: the generation it was sent with (``sentGeneration``) and what it
-    commits."""
+    """An OffsetCommit in flight: the generation it was sent with (``sentGeneration``), what it
+    commits, and whether the application thread waits for its answer before it sends a JoinGroup
+    (``onJoinPrepare``'s auto-commit, or a ``commitSync`` in ``onPartitionsRevoked``)."""
 
     generation: Generation
     offsets: tuple[tuple[TopicPartition, int], ...]
+    blocks_join: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +286,10 @@ class Member:
     assignment_snapshot: Metadata | None = None  # leader only: metadata the assignment used
     sticky_memory: tuple[tuple[TopicPartition, ...], int] | None = None  # StickyAssignor userData
     heartbeat_due: int = 0  # the heartbeat timer (meaningful while the heartbeat thread runs)
+    session_due: int = 0  # the client's session timer (Heartbeat.sessionTimer): no heartbeat answer since
     heartbeats_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered Heartbeat
     commits_in_flight: tuple[PendingCommit, ...] = ()  # each unanswered OffsetCommit, oldest first
+    prepare_commit: JoinPrepareCommit = JoinPrepareCommit.NONE  # onJoinPrepare's auto-commit
     commit_fenced: bool = False  # an async commit was answered FENCED_INSTANCE_ID (asyncCommitFenced)
     heartbeat_failure: Errors | None = None  # the heartbeat thread died (FENCED_INSTANCE_ID)
     last_poll: int = 0  # the poll timer's start (Heartbeat.poll / resetTimeouts)
@@ -279,6 +300,8 @@ class Member:
     finding_coordinator: bool = False  # a FindCoordinator is in flight
     lookup_after: int = 0  # retry.backoff.ms after a failed lookup
     rejoin_not_before: int | None = None  # a rejoin after a mismatched assignment: see REJOIN_ROUND_TRIP_MS
+    metadata: Metadata = ()  # the consumer's metadata snapshot (ConsumerMetadata): partition counts it knows
+    metadata_due: int = 0  # its next refresh (metadata.max.age.ms after the last one)
 
     # -- views ---------------------------------------------------------------------------------
 
@@ -310,7 +333,7 @@ def start(config: MemberConfig, conn: str, topics: tuple[str, ...], now: int,
     d = config.delivery
     member = Member(config=config, conn=conn, subscription=tuple(sorted(set(topics))), last_poll=now,
                     consumption=None if d is None else cs.start(d, now), coordinator_node=coordinator_node,
-                    lookup_after=now)
+                    lookup_after=now, metadata_due=now)
     if d is None:
         return member, (member_event(member, ev.STARTUP_COMPLETE, now),)
     return member, (member_event(member, ev.STARTUP_COMPLETE, now, auto_offset_reset=d.auto_offset_reset,
@@ -337,9 +360,24 @@ def _snapshot(metadata: Metadata, topics: frozenset[str] | tuple[str, ...]) -> M
     return tuple((t, counts.get(t, 0)) for t in sorted(set(topics)))
 
 
+def refresh_metadata(m: Member, now: int, metadata: Metadata) -> Member:
+    """The consumer's metadata snapshot is what the cluster says as of its last refresh, which comes
+    ``metadata.max.age.ms`` after the previous one (``Metadata.timeToNextUpdate``, driven by
+    ``NetworkClient.poll``), or at once after a new subscription (``requestUpdateForNewTopics``).
+    The model refreshes when the member acts (:func:`poll`, a JoinGroup answer) at or after the due
+    time; only a leader's snapshot decides anything (it is the assignment's input and
+    ``rejoinNeededOrPending`` compares it), and a leader polls at its refresh times
+    (:func:`poll_due`). Not modelled: refreshes on errors (e.g. UNKNOWN_TOPIC_OR_PARTITION)."""
+    if now < m.metadata_due:
+        return m
+    return _with(m, metadata=metadata, metadata_due=now + m.config.metadata_max_age_ms)
+
+
 def _rejoin_needed_or_pending(m: Member, metadata: Metadata) -> tuple[Member, bool]:
-    """``ConsumerCoordinator.rejoinNeededOrPending``: the leader's metadata snapshot and the
-    subscription are checked first, each asking for a rejoin if it changed."""
+    """``ConsumerCoordinator.rejoinNeededOrPending``: the leader's metadata snapshot (against the
+    consumer's own ``metadata``, not the cluster's) and the subscription are checked first, each
+    asking for a rejoin if it changed."""
+    metadata = m.metadata
     if m.assignment_snapshot is not None and _snapshot(metadata, tuple(t for t, _ in m.assignment_snapshot)) \
             != m.assignment_snapshot:
         m = _request_rejoin_if_necessary(m, "cached metadata has changed")
@@ -384,16 +422,28 @@ def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
     if m.heartbeat_failure is not None or m.commit_fenced:
         return True
     c = m.consumption
-    if c is not None and (cs.records_available(c, log) or (
+    if c is not None and ((cs.records_available(c, log) and not _pending_revocation(m)) or (
             _in_group(m) and c.fetch_in_flight is None and cs.position_missing(c, m.owned))):
         return True
     if m.coordinator_node is None:
         return False  # the lookup waits for its time (poll_due); group work for the coordinator
     if m.join is JoinFuture.SUCCEEDED or m.join is JoinFuture.FAILED:
         return True
-    if m.join is not JoinFuture.NONE or m.rejoin_not_before is not None:
-        return False  # waiting for the coordinator, or for the rejoin's time (poll_due)
+    if m.join is not JoinFuture.NONE or m.rejoin_not_before is not None or _join_blocked(m):
+        return False  # waiting for the coordinator, the rejoin's time (poll_due) or a commit's answer
     return _rejoin_needed_or_pending(m, metadata)[1]
+
+
+def _join_blocked(m: Member) -> bool:
+    """The application thread waits for a commit's answer before it sends a JoinGroup:
+    ``onJoinPrepare``'s auto-commit, or a ``commitSync`` in a revocation callback."""
+    return m.prepare_commit is JoinPrepareCommit.IN_FLIGHT or any(p.blocks_join for p in m.commits_in_flight)
+
+
+def _pending_revocation(m: Member) -> bool:
+    """``maybeMarkPartitionsPendingRevocation``: an EAGER member that sent onJoinPrepare's auto-commit
+    fetches nothing more from what it owns until the callbacks ran (all of it will be revoked)."""
+    return m.config.protocol is RebalanceProtocol.EAGER and m.prepare_commit is not JoinPrepareCommit.NONE
 
 
 def _in_group(m: Member) -> bool:
@@ -413,6 +463,8 @@ def poll_due(m: Member) -> int | None:
         times.append(m.lookup_after)
     if m.rejoin_not_before is not None:
         times.append(m.rejoin_not_before)
+    if m.assignment_snapshot is not None:  # a leader looks at the refreshed metadata at once
+        times.append(m.metadata_due)
     c = m.consumption
     if c is not None:
         if m.config.auto_commit and _in_group(m):
@@ -433,7 +485,7 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
     """
     if m.fatal is not None:
         return m, (), ()
-    m = _with(m, last_poll=now)  # pollHeartbeat -> Heartbeat.poll
+    m = _with(refresh_metadata(m, now, metadata), last_poll=now)  # pollHeartbeat -> Heartbeat.poll
     if m.heartbeat_failure is not None:  # pollHeartbeat rethrows the heartbeat thread's failure
         return _die(m, m.heartbeat_failure.name, now)
     if m.commit_fenced:  # invokeCompletedOffsetCommitCallbacks throws FencedInstanceIdException
@@ -481,11 +533,18 @@ def _join_group_if_needed(m: Member, now: int, metadata: Metadata, requests: lis
             break  # a request is in flight
         if m.rejoin_not_before is not None:
             break  # the rejoin after a mismatched assignment waits for its round trip (REJOIN_ROUND_TRIP_MS)
+        if _join_blocked(m):
+            break  # a commitSync in a revocation callback has not been answered yet
         m, needed = _rejoin_needed_or_pending(m, metadata)
         if not needed:
             break
         if m.needs_join_prepare:
-            m = _on_join_prepare(_with(m, needs_join_prepare=False), now, events, requests)
+            m, prepared = _on_join_prepare(_with(m, needs_join_prepare=False), now, events, requests)
+            if not prepared:  # onJoinPrepare returned false: waiting for its commit
+                m = _with(m, needs_join_prepare=True)
+                break
+            if _join_blocked(m):
+                break  # the revocation callback's commitSync: the JoinGroup goes once it is answered
         m = _send_join_group(m, requests)
     return m
 
@@ -523,7 +582,9 @@ def _poll_records(m: Member, now: int, log: Log, requests: list[Request], events
             pending = cs.awaiting_position(c, m.owned)
             requests.append(OffsetFetchRequest(pending))
             c = cs.fetch_sent(c, pending)
-    c, polled = cs.poll_records(c, log, d, now)
+    polled: cs.Polled = ()
+    if not _pending_revocation(m):
+        c, polled = cs.poll_records(c, log, d, now)
     done: cs.Polled = polled
     if d.processing == "async":
         c, done = cs.process_due(c, now)
@@ -545,7 +606,7 @@ def _records_consumed(m: Member, polled: cs.Polled, now: int) -> Event:
 
 
 def _send_commit(m: Member, offsets: tuple[tuple[TopicPartition, int], ...], auto: bool, now: int,
-                 requests: list[Request], events: list[Event]) -> Member:
+                 requests: list[Request], events: list[Event], blocks_join: bool = False) -> Member:
     """``sendOffsetCommitRequest``: only a STABLE member (``generationIfStable``) with a known
     coordinator sends; otherwise an application commit fails at once (CommitFailedException, or
     RebalanceInProgressException during a rebalance) and the auto-commit only logs."""
@@ -560,7 +621,7 @@ def _send_commit(m: Member, offsets: tuple[tuple[TopicPartition, int], ...], aut
         return m
     requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
                                         offsets))
-    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, offsets),))
+    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, offsets, blocks_join),))
 
 
 def _offsets_committed(m: Member, sent: Generation, offsets: tuple[tuple[TopicPartition, int], ...],
@@ -595,7 +656,8 @@ def _finish_join(m: Member, now: int, events: list[Event], requests: list[Reques
                                       "thread before the rebalance callback triggered", True)
 
 
-def _commit_owned(m: Member, now: int, requests: list[Request], events: list[Event]) -> Member:
+def _commit_owned(m: Member, now: int, requests: list[Request], events: list[Event],
+                  blocks_join: bool = False) -> Member:
     """``maybeAutoCommitOffsetsAsync``: commit the position of every owned partition, sent only
     while the member is STABLE (``sendOffsetCommitRequest`` uses ``generationIfStable`` and fails
     locally otherwise). Without records a position is a stand-in: the time."""
@@ -603,7 +665,7 @@ def _commit_owned(m: Member, now: int, requests: list[Request], events: list[Eve
         return m
     offsets = cs.all_consumed(m.consumption) if m.consumption is not None else \
         tuple((tp, now) for tp in sorted(m.owned))
-    return _send_commit(m, offsets, True, now, requests, events)
+    return _send_commit(m, offsets, True, now, requests, events, blocks_join)
 
 
 def _own(m: Member, owned: frozenset[TopicPartition]) -> Member:
@@ -620,16 +682,33 @@ def _revoke(m: Member, revoked: frozenset[TopicPartition], now: int, events: lis
     ``commit_on_revoke`` the application first commits what it processed of them (commitSync)."""
     d = m.config.delivery
     if d is not None and d.commit_on_revoke and not m.config.auto_commit and revoked and m.consumption is not None:
-        m = _send_commit(m, cs.application_offsets(m.consumption, d, revoked), False, now, requests, events)
+        # commitSync: the application thread waits for the answer before it goes on (no JoinGroup meanwhile)
+        m = _send_commit(m, cs.application_offsets(m.consumption, d, revoked), False, now, requests, events,
+                         blocks_join=True)
     events.append(member_event(m, ev.PARTITIONS_REVOKED, now, partitions=revoked))
     return _own(m, m.owned - revoked)
 
 
-def _on_join_prepare(m: Member, now: int, events: list[Event], requests: list[Request]) -> Member:
-    """``ConsumerCoordinator.onJoinPrepare``: the auto-commit of what is owned (asynchronous; the
-    model does not wait for its answer: the coordinator handles it before the JoinGroup sent after
-    it on the same connection), then the callbacks."""
-    m = _commit_owned(m, now, requests, events)
+def _on_join_prepare(m: Member, now: int, events: list[Event], requests: list[Request]) -> tuple[Member, bool]:
+    """``ConsumerCoordinator.onJoinPrepare``; false while it waits for its auto-commit.
+
+    The auto-commit of what is owned is sent once (``autoCommitOffsetRequestFuture``) and awaited:
+    ``poll()`` drives the join with a zero timer, so onJoinPrepare returns false and the JoinGroup
+    goes out on a later pass, after the answer was handled; a retriable failure sends the commit
+    again on that pass (after ``retry.backoff.ms``). The callbacks then run with the generation as
+    it stands on that pass, which a rejected commit may have reset (everything owned is then lost).
+    Not modelled: the rebalance-timeout bound on the wait (``joinPrepareTimer``)."""
+    if m.config.auto_commit and m.prepare_commit is JoinPrepareCommit.NONE:
+        sent = len(m.commits_in_flight)
+        m = _commit_owned(m, now, requests, events, blocks_join=True)
+        if len(m.commits_in_flight) > sent:
+            m = _with(m, prepare_commit=JoinPrepareCommit.IN_FLIGHT)
+    if m.prepare_commit is JoinPrepareCommit.IN_FLIGHT:
+        return m, False
+    if m.prepare_commit is JoinPrepareCommit.RETRY:
+        return _with(m, prepare_commit=JoinPrepareCommit.NONE,
+                     rejoin_not_before=now + m.config.retry_backoff_ms), False
+    m = _with(m, prepare_commit=JoinPrepareCommit.NONE)
     gen = m.generation
     if gen.generation_id == NO_GENERATION_ID or gen.member_id == UNKNOWN_MEMBER_ID:
         if m.owned:  # everything owned is lost: the member was already out of the group
@@ -642,7 +721,7 @@ def _on_join_prepare(m: Member, now: int, events: list[Event], requests: list[Re
         revoked = frozenset(tp for tp in m.owned if tp.topic not in subscribed)
         if revoked:
             m = _revoke(m, revoked, now, events, requests)
-    return _with(m, is_leader=False)
+    return _with(m, is_leader=False), True
 
 
 def _subscription_metadata(m: Member, assignor: str) -> ConsumerProtocolSubscription:
@@ -728,18 +807,23 @@ def heartbeat_deadline(m: Member) -> int | None:
     if m.coordinator_node is None:
         return None if m.finding_coordinator else m.lookup_after
     deadline = poll_deadline(m)
-    due = m.heartbeat_due
+    due = min(m.heartbeat_due, m.session_due)
     return due if deadline is None else min(due, deadline)
 
 
 def heartbeat_tick(m: Member, now: int) -> Output:
     """One pass of ``AbstractCoordinator.HeartbeatThread.run`` at ``now`` (>= :func:`heartbeat_deadline`),
-    in Kafka's order: an unknown coordinator is looked up first (nothing else happens in that pass),
-    then the poll timeout is checked, then the heartbeat timer."""
+    in Kafka's order: an unknown coordinator is looked up first (nothing else happens in that pass);
+    then the client's session timer: no heartbeat answered for ``session.timeout.ms`` (they can be
+    late: queued behind a parked SyncGroup, ``model.network``) marks the coordinator unknown and
+    disconnects (``markCoordinatorUnknown`` -> ``disconnectAsync``; the system fails what was in
+    flight, :class:`model.network.Disconnect`); then the poll timeout, then the heartbeat timer."""
     if m.coordinator_node is None:  # coordinatorUnknown(): look it up instead of heartbeating
         requests: list[Request] = []
         m = _lookup_coordinator(m, now, requests)
         return m, tuple(requests), ()
+    if now >= m.session_due:  # heartbeat.sessionTimeoutExpired
+        return _coordinator_unknown(m, now), (Disconnect(),), ()
     deadline = poll_deadline(m)
     if deadline is not None and now >= deadline:  # pollTimeoutExpired -> handlePollTimeoutExpiry
         return maybe_leave_group(m, "consumer poll timeout has expired.", now)
@@ -763,12 +847,24 @@ def maybe_leave_group(m: Member, reason: str, now: int) -> Output:
     return _reset_state_and_rejoin(m, "consumer pro-actively leaving the group", True), requests, ()
 
 
-def close(m: Member, now: int) -> Output:
-    """``KafkaConsumer.close()``: ``onLeavePrepare`` (revoked, or lost when the generation was
-    reset or a rebalance is under way), then ``maybeLeaveGroup``, then the process ends."""
+def close_commit(m: Member, now: int) -> Output:
+    """The first part of ``KafkaConsumer.close()``: ``ConsumerCoordinator.close`` ->
+    ``maybeAutoCommitOffsetsSync``, a synchronous commit of what is owned. The caller delivers it
+    and hands its answer to :func:`receive` before :func:`close` goes on (``model.system``), so a
+    rejected commit's reset is what ``onLeavePrepare`` sees. One attempt: the retries of a
+    retriable failure until the close timeout are not modelled."""
     events: list[Event] = []
     commits: list[Request] = []
-    m = _commit_owned(m, now, commits, events)  # ConsumerCoordinator.close: maybeAutoCommitOffsetsSync
+    m = _commit_owned(m, now, commits, events)
+    return m, tuple(commits), tuple(events)
+
+
+def close(m: Member, now: int) -> Output:
+    """The rest of ``KafkaConsumer.close()``, after :func:`close_commit` was answered:
+    ``onLeavePrepare`` (revoked, or lost when the generation was reset or a rebalance is under way),
+    then ``maybeLeaveGroup``, then the process ends."""
+    events: list[Event] = []
+    commits: list[Request] = []
     if m.owned:
         reset = m.generation.generation_id == NO_GENERATION_ID or m.generation.member_id == UNKNOWN_MEMBER_ID
         in_rebalance = m.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
@@ -835,13 +931,14 @@ def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata:
         generation = Generation(r.generation, r.member_id, r.protocol_name)
         # The heartbeat thread is enabled: Heartbeat.resetTimeouts restarts its timers.
         m = _with(m, state=MemberState.COMPLETING_REBALANCE, generation=generation,
-                    heartbeat_due=now + m.config.heartbeat_interval_ms, last_poll=now)
+                    heartbeat_due=now + m.config.heartbeat_interval_ms, last_poll=now,
+                    session_due=now + m.config.session_timeout_ms)
         # The subscription this JoinGroup carried: what the trace checker judges subscribed-only by.
         events: tuple[Event, ...] = (member_event(m, ev.GROUP_JOINED, now, leader=r.leader,
                                                   subscription=list(m.joined_subscription or m.subscription)),)
         if r.leader == r.member_id:
             try:
-                m, assignments = _on_leader_elected(m, r, metadata, mutants)
+                m, assignments = _on_leader_elected(_metadata_for_assignment(m, r, now, metadata), r, mutants)
             except StickyAssignorFailure as exc:  # onLeaderElected throws: the join future fails
                 return _fail_join(_with(m, is_leader=True), f"IllegalStateException: {exc}"), (), events
         else:
@@ -870,13 +967,36 @@ def subscription_of(jm: JoinGroupMember) -> Subscription:
                         instance_id=jm.instance_id, rack=meta.rack)
 
 
-def _on_leader_elected(m: Member, r: JoinGroupResponse, metadata: Metadata,
+def _group_topics(m: Member, r: JoinGroupResponse) -> frozenset[str]:
+    """Every topic some member of the JoinGroup answer (or the leader itself) subscribes to."""
+    return frozenset(t for jm in r.members for t in jm.metadata.topics) | frozenset(m.subscription)
+
+
+def _metadata_for_assignment(m: Member, r: JoinGroupResponse, now: int, cluster: Metadata) -> Member:
+    """The leader's metadata snapshot as its assignment will see it: refreshed if due, and refreshed
+    anyway when the group subscribes to a topic the leader does not (``updateGroupSubscription``:
+    ``groupSubscribe`` is true, ``requestUpdateForNewTopics``, then ``ensureFreshMetadata``)."""
+    m = refresh_metadata(m, now, cluster)
+    if not _group_topics(m, r) <= frozenset(m.subscription):
+        m = _with(m, metadata=cluster, metadata_due=now + m.config.metadata_max_age_ms)
+    return m
+
+
+def leader_metadata(m: Member, r: JoinGroupResponse, now: int, cluster: Metadata) -> Metadata:
+    """The metadata the leader ``m`` runs its assignor on when it handles ``r`` at ``now`` (what the
+    invariant monitor judges the assignment by)."""
+    return _metadata_for_assignment(m, r, now, cluster).metadata
+
+
+def _on_leader_elected(m: Member, r: JoinGroupResponse,
                        mutants: frozenset[str]) -> tuple[Member, tuple[tuple[str, tuple[TopicPartition, ...]], ...]]:
-    """``ConsumerCoordinator.onLeaderElected``: run the selected assignor on the member list."""
+    """``ConsumerCoordinator.onLeaderElected``: run the selected assignor on the member list, over
+    the leader's own metadata snapshot (:func:`_metadata_for_assignment`)."""
     protocol = r.protocol_name
     assert protocol is not None
     subscriptions = [subscription_of(jm) for jm in r.members]
-    group_topics = frozenset(t for s in subscriptions for t in s.topics) | frozenset(m.subscription)
+    group_topics = _group_topics(m, r)
+    metadata = m.metadata
     m = _with(m, is_leader=True, assignment_snapshot=_snapshot(metadata, tuple(group_topics)))
     if r.skip_assignment:  # KIP-814: a static leader rejoining a Stable group keeps what it has
         return m, ()
@@ -947,6 +1067,8 @@ def _on_offset_commit_response(m: Member, r: OffsetCommitResponse, now: int) -> 
     pending = m.commits_in_flight[0]
     sent = pending.generation
     m = _with(m, commits_in_flight=m.commits_in_flight[1:])
+    if pending.blocks_join and m.prepare_commit is JoinPrepareCommit.IN_FLIGHT:
+        m = _with(m, prepare_commit=JoinPrepareCommit.RETRY if r.error in _RETRIABLE else JoinPrepareCommit.DONE)
     events: tuple[Event, ...] = ()
     if m.consumption is not None and pending.offsets:
         errors = dict(r.partition_errors)
@@ -988,8 +1110,8 @@ def _on_find_coordinator_response(m: Member, r: FindCoordinatorResponse, now: in
     error is retried after ``retry.backoff.ms``."""
     if not m.finding_coordinator:
         return m
-    if r.error is Errors.NONE:
-        return _with(m, finding_coordinator=False, coordinator_node=r.node)
+    if r.error is Errors.NONE:  # heartbeat.resetSessionTimeout()
+        return _with(m, finding_coordinator=False, coordinator_node=r.node, session_due=now + m.config.session_timeout_ms)
     return _with(m, finding_coordinator=False, lookup_after=now + m.config.retry_backoff_ms)
 
 
@@ -1000,6 +1122,8 @@ def _on_heartbeat_response(m: Member, r: HeartbeatResponse, now: int) -> Output:
     sent = m.heartbeats_in_flight[0]
     m = _with(m, heartbeats_in_flight=m.heartbeats_in_flight[1:])
     error = r.error
+    if error is Errors.NONE or error is Errors.REBALANCE_IN_PROGRESS:  # heartbeat.receiveHeartbeat()
+        m = _with(m, session_due=now + m.config.session_timeout_ms)
     if error is Errors.REBALANCE_IN_PROGRESS:
         if m.state is MemberState.STABLE:
             m = _request_rejoin(m, "group is already rebalancing")
@@ -1028,8 +1152,9 @@ def resume(m: Member, now: int) -> Member:
 
 
 def subscribe(m: Member, topics: tuple[str, ...]) -> Member:
-    """``KafkaConsumer.subscribe(topics)``: the next poll sees the change and rejoins."""
-    return _with(m, subscription=tuple(sorted(set(topics))))
+    """``KafkaConsumer.subscribe(topics)``: the next poll sees the change and rejoins, with its
+    metadata refreshed first (``requestUpdateForNewTopics``)."""
+    return _with(m, subscription=tuple(sorted(set(topics))), metadata_due=0)
 
 
 def partitions_of(metadata: Metadata | Mapping[str, int], topics: tuple[str, ...]) -> frozenset[TopicPartition]:

@@ -128,7 +128,7 @@ class Scheduler:
         self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
         self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, object, int | None] = (None, None, None)
-        self._muted: tuple[object, frozenset[str]] = (None, frozenset())
+        self._muted: tuple[object, object, frozenset[str]] = (None, None, frozenset())
 
     def _refresh(self, state: SystemState, touched: str | None = None) -> None:
         processes = state.processes
@@ -201,10 +201,11 @@ class Scheduler:
         return deadline
 
     def muted(self, state: SystemState) -> frozenset[str]:
-        """``model.system.muted`` of the state's group, computed once per group value."""
-        if self._muted[0] is not state.group:
-            self._muted = (state.group, sy.muted(state.group))
-        return self._muted[1]
+        """``model.system.muted`` of the state, computed once per group value (and set of orphaned
+        SyncGroups)."""
+        if self._muted[0] is not state.group or self._muted[1] is not state.network.orphaned:
+            self._muted = (state.group, state.network.orphaned, sy.muted(state.group, state.network))
+        return self._muted[2]
 
     def choose(self, state: SystemState, touched: str | None = None) -> Action | None:
         """The next action in ``state``. ``touched``: the only member whose process may differ

@@ -343,6 +343,7 @@ def valuation(state: sy.SystemState, tracker: Tracker, ks: list[str], ps: list[s
             v.put("cgen", (k,), m.generation.generation_id)
             v.put("hasId", (k,), bool(m.generation.member_id))
             v.put("np", (k,), m.needs_join_prepare)
+            v.put("pcDone", (k,), m.prepare_commit is mb.JoinPrepareCommit.DONE)
             owned = {tp_name(tp) for tp in m.owned}
             for p in ps:
                 v.put("owns", (k, p), p in owned)

@@ -46,7 +46,10 @@ MUTANT_EXAMPLES = ("scenario-cooperative-scale-out.json", "scenario-static-zombi
 def canonical(value: Any) -> Any:
     """A JSON-able form of a model value that does not depend on hash order (sets sorted)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # Fields at their default are left out, so that a field added to the model changes the
+        # digest of a state only where it takes another value.
+        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.default is dataclasses.MISSING or getattr(value, f.name) != f.default}
     if isinstance(value, Enum):
         return str(value.value)
     if isinstance(value, dict):

@@ -11,8 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from model import events as ev
 from model import system as sy
 from model.messages import LeaveGroupRequest
@@ -69,14 +67,14 @@ def _run(state: sy.SystemState, config: sy.SystemConfig, until: int,
         events.extend(result[1])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_heartbeats_behind_a_parked_sync_group_expire_the_clients_session_and_it_rejoins() -> None:
     """Follower b's SyncGroup waits for the leader, which stalled before it could read its JoinGroup
     answer; b's heartbeats queue behind the parked SyncGroup and get no answer. After
     session.timeout.ms b's heartbeat thread gives up on the coordinator (HeartbeatThread.run:
     sessionTimeoutExpired -> markCoordinatorUnknown, which disconnects), finds it again and
-    rejoins, which rebalances the group before the leader comes back. (The leader's own session is
-    longer, so the coordinator does not expire it first.)"""
+    rejoins; its JoinGroup carries generation 1 in its subscription, so the coordinator rebalances
+    the group before the leader comes back. (The leader's own session is longer, so the coordinator
+    does not expire it first.)"""
     config = sy.SystemConfig(coordinator=sy.co.CoordinatorConfig(initial_rebalance_delay_ms=3000),
                              session_timeout_ms=10000, heartbeat_interval_ms=3000, max_poll_interval_ms=60000,
                              rebalance_timeout_ms=60000)
@@ -98,7 +96,6 @@ def test_heartbeats_behind_a_parked_sync_group_expire_the_clients_session_and_it
 # -- 2. the commit before a rebalance is awaited (ConsumerCoordinator.onJoinPrepare)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_an_eager_stale_member_waits_for_its_commit_reports_lost_and_rebalances_once() -> None:
     """An eager copy of examples/scenario-static-stall-autocommit.json: a, stalled past its poll
     timeout, comes back with a stale generation. onJoinPrepare waits for its auto-commit, which is
@@ -118,7 +115,6 @@ def test_an_eager_stale_member_waits_for_its_commit_reports_lost_and_rebalances_
     assert not o.failed()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_close_waits_for_its_commit_and_a_rejected_commit_means_lost_and_no_leave_group() -> None:
     """``close()`` commits synchronously before onLeavePrepare (ConsumerCoordinator.close ->
     maybeAutoCommitOffsetsSync). Here a (dynamic) was stalled through a rebalance that removed it,
@@ -156,7 +152,6 @@ def test_the_periodic_auto_commit_comes_one_interval_after_the_rebalance() -> No
 # -- 4. the leader sees new partitions at its next metadata refresh (metadata.max.age.ms)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_added_partitions_reach_the_group_at_the_leaders_next_metadata_refresh() -> None:
     doc = scenario({"t": 2}, [join(0, "a", ["t"], ["range"]), join(0, "b", ["t"], ["range"]),
                               {"at": 10000, "do": "add_partitions", "topic": "t", "count": 4}],
@@ -167,7 +162,6 @@ def test_added_partitions_reach_the_group_at_the_leaders_next_metadata_refresh()
     assert not o.failed()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: not fixed yet")
 def test_metadata_max_age_defaults_to_kafkas_five_minutes() -> None:
     s = parse({"topics": {"t": 1}, "steps": [], "until": 1})
     assert s.config.metadata_max_age_ms == 300000
