@@ -195,6 +195,49 @@ class Generation:
 
 NO_GENERATION = Generation()
 
+UNJOINED_GROUP = "UnjoinedGroupException"  # retriable: the JoinGroup answer came after the member left
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """The join future succeeded: the assignment the SyncGroup answer carried."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JoinFailure:
+    """The join future failed (``RequestFuture.raise``): with a Kafka error, or with an exception the
+    client raises itself -- :data:`UNJOINED_GROUP`, or ``IllegalStateException: ...`` when the
+    leader's assignor throws."""
+
+    error: Errors | None = None
+    exception: str | None = None
+
+    @property
+    def cause(self) -> str:
+        """The exception's name as ``joinGroupIfNeeded`` reports it ("rebalance failed due to ...")."""
+        return self.exception if self.exception is not None else self.error.name if self.error is not None else ""
+
+    def rejoins_at_once(self) -> bool:
+        """``joinGroupIfNeeded``'s ``continue``: UnknownMemberId, IllegalGeneration, RebalanceInProgress,
+        MemberIdRequired."""
+        return self.error in _REJOIN_AT_ONCE
+
+    def retriable(self) -> bool:
+        """``future.isRetriable()``: retried after ``retry.backoff.ms``; anything else is thrown."""
+        return self.error in _RETRIABLE or self.exception == UNJOINED_GROUP
+
+
+JoinResult = Assignment | JoinFailure | None  # what the finished join future holds (None: not finished)
+
+
+@dataclass(frozen=True, slots=True)
+class PollThrew:
+    """``poll()`` threw out of ``joinGroupIfNeeded`` (a fatal error): what the dying member did."""
+
+    output: tuple[Member, tuple[Request | Disconnect, ...], tuple[Event, ...]]
+
 
 def rebalance_protocol(assignors: tuple[str, ...]) -> RebalanceProtocol:
     """The highest protocol every configured assignor supports (``ConsumerCoordinator``'s
@@ -279,7 +322,7 @@ class Member:
     needs_join_prepare: bool = True
     join: JoinFuture = JoinFuture.NONE
     join_sent_generation: Generation = NO_GENERATION  # the generation the JoinGroup/SyncGroup went with
-    join_result: tuple[TopicPartition, ...] | Errors | str | None = None  # SUCCEEDED: assignment; FAILED: why
+    join_result: JoinResult = None  # SUCCEEDED: the assignment; FAILED: why
     joined_subscription: tuple[str, ...] | None = None  # the subscription the last JoinGroup carried
     owned: frozenset[TopicPartition] = frozenset()
     is_leader: bool = False
@@ -373,7 +416,7 @@ def refresh_metadata(m: Member, now: int, metadata: Metadata) -> Member:
     return _with(m, metadata=metadata, metadata_due=now + m.config.metadata_max_age_ms)
 
 
-def _rejoin_needed_or_pending(m: Member, metadata: Metadata) -> tuple[Member, bool]:
+def _rejoin_needed_or_pending(m: Member) -> tuple[Member, bool]:
     """``ConsumerCoordinator.rejoinNeededOrPending``: the leader's metadata snapshot (against the
     consumer's own ``metadata``, not the cluster's) and the subscription are checked first, each
     asking for a rejoin if it changed."""
@@ -410,7 +453,6 @@ _REJOIN_AT_ONCE = frozenset({Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION
 # Errors joinGroupIfNeeded retries after a back-off (RetriableException); the rest are thrown.
 _RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
                         Errors.NOT_COORDINATOR})
-_UNJOINED_GROUP = Errors.NONE  # stands for UnjoinedGroupException (retriable) in join_result
 
 
 def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
@@ -431,7 +473,7 @@ def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
         return True
     if m.join is not JoinFuture.NONE or m.rejoin_not_before is not None or _join_blocked(m):
         return False  # waiting for the coordinator, the rejoin's time (poll_due) or a commit's answer
-    return _rejoin_needed_or_pending(m, metadata)[1]
+    return _rejoin_needed_or_pending(m)[1]
 
 
 def _join_blocked(m: Member) -> bool:
@@ -499,54 +541,50 @@ def poll(m: Member, now: int, metadata: Metadata, mutants: frozenset[str] = froz
     else:
         if m.rejoin_not_before is not None:
             m = _with(m, rejoin_not_before=None)
-        out = _join_group_if_needed(m, now, metadata, requests, events)
-        if not isinstance(out, Member):
-            return out  # poll() threw
+        out = _join_group_if_needed(m, now, requests, events)
+        if isinstance(out, PollThrew):
+            return out.output
         m = out
     if m.consumption is not None and m.fatal is None:
         m = _poll_records(m, now, log, requests, events)
     return m, tuple(requests), tuple(events)
 
 
-def _join_group_if_needed(m: Member, now: int, metadata: Metadata, requests: list[Request],
-                          events: list[Event]) -> Member | Output:
-    """``joinGroupIfNeeded``, as far as it gets without waiting; an Output when poll() throws."""
-    for _ in range(4):  # joinGroupIfNeeded's loop; each pass either waits, finishes or sends
+def _join_group_if_needed(m: Member, now: int, requests: list[Request], events: list[Event]) -> Member | PollThrew:
+    """``AbstractCoordinator.joinGroupIfNeeded`` as far as it gets without waiting (``poll()`` runs
+    it with a zero timer): while a rejoin is needed or pending, handle the finished join future
+    (``onJoinComplete``, or the failure: rejoin at once, back off, or throw), else run
+    ``onJoinPrepare`` once per rebalance and ``initiateJoinGroup``; return as soon as something has
+    to be waited for (a request in flight, a commit's answer, a back-off)."""
+    while True:
+        result = m.join_result
         if m.join is JoinFuture.SUCCEEDED:
-            m = _finish_join(m, now, events, requests)
+            assert isinstance(result, Assignment)
+            m = _finish_join(_with(m, join=JoinFuture.NONE, join_result=None), result, now, events, requests)
         elif m.join is JoinFuture.FAILED:
-            error = m.join_result
+            assert isinstance(result, JoinFailure)
             m = _with(m, join=JoinFuture.NONE, join_result=None)
-            if isinstance(error, str):  # the leader's assignor threw (IllegalStateException): not retriable
-                dead, reqs, evs = _die(_request_rejoin(m, f"rebalance failed due to {error}"), error, now)
-                return dead, tuple(requests) + reqs, tuple(events) + evs
-            assert isinstance(error, Errors)
-            if error is not Errors.MEMBER_ID_REQUIRED:
-                cause = "UnjoinedGroupException" if error is _UNJOINED_GROUP else error.name
-                m = _request_rejoin(m, f"rebalance failed due to {cause}")
-            if error not in _REJOIN_AT_ONCE and error not in _RETRIABLE and error is not _UNJOINED_GROUP:
-                dead, reqs, evs = _die(m, error.name, now)
-                return dead, tuple(requests) + reqs, tuple(events) + evs
-            if error not in _REJOIN_AT_ONCE:
-                break  # retriable: back off, retry at the next poll
-        if m.join is not JoinFuture.NONE:
-            break  # a request is in flight
-        if m.rejoin_not_before is not None:
-            break  # the rejoin after a mismatched assignment waits for its round trip (REJOIN_ROUND_TRIP_MS)
-        if _join_blocked(m):
-            break  # a commitSync in a revocation callback has not been answered yet
-        m, needed = _rejoin_needed_or_pending(m, metadata)
+            if result.error is not Errors.MEMBER_ID_REQUIRED:  # that one already asked for the rejoin
+                m = _request_rejoin(m, f"rebalance failed due to {result.cause}")
+            if not result.rejoins_at_once():
+                if result.retriable():
+                    return m  # back off: retry at the next poll
+                dead, reqs, evs = _die(m, result.cause, now)
+                return PollThrew((dead, tuple(requests) + reqs, tuple(events) + evs))
+        elif m.join is not JoinFuture.NONE:
+            return m  # the JoinGroup or SyncGroup is in flight: client.poll(future, 0) is not done
+        if m.rejoin_not_before is not None or _join_blocked(m):
+            return m  # the rejoin's round trip (REJOIN_ROUND_TRIP_MS), or a commitSync's answer
+        m, needed = _rejoin_needed_or_pending(m)
         if not needed:
-            break
+            return m
         if m.needs_join_prepare:
             m, prepared = _on_join_prepare(_with(m, needs_join_prepare=False), now, events, requests)
             if not prepared:  # onJoinPrepare returned false: waiting for its commit
-                m = _with(m, needs_join_prepare=True)
-                break
+                return _with(m, needs_join_prepare=True)
             if _join_blocked(m):
-                break  # the revocation callback's commitSync: the JoinGroup goes once it is answered
-        m = _send_join_group(m, requests)
-    return m
+                return m  # the revocation callback's commitSync: the JoinGroup goes once it is answered
+        return _send_join_group(m, requests)  # initiateJoinGroup; its future is not done yet
 
 
 def _lookup_coordinator(m: Member, now: int, requests: list[Request]) -> Member:
@@ -643,14 +681,11 @@ def _offsets_committed(m: Member, sent: Generation, offsets: tuple[tuple[TopicPa
     return event
 
 
-def _finish_join(m: Member, now: int, events: list[Event], requests: list[Request]) -> Member:
+def _finish_join(m: Member, assignment: Assignment, now: int, events: list[Event], requests: list[Request]) -> Member:
     """joinGroupIfNeeded after its future succeeded: ``onJoinComplete`` unless the heartbeat
     thread reset the generation or state meanwhile, in which case the rebalance failed."""
-    assignment = m.join_result
-    assert isinstance(assignment, tuple)
-    m = _with(m, join=JoinFuture.NONE, join_result=None)
     if not m.generation.has_reset() and m.state is MemberState.STABLE:
-        m = _on_join_complete(m, assignment, now, events, requests)
+        m = _on_join_complete(m, assignment.partitions, now, events, requests)
         return _with(m, needs_join_prepare=True)
     return _reset_state_and_rejoin(m, "rebalance failed since the generation/state was modified by heartbeat "
                                       "thread before the rebalance callback triggered", True)
@@ -915,8 +950,9 @@ def receive(m: Member, response: Response, now: int, metadata: Metadata,
     raise TypeError(f"unexpected response {response!r}")
 
 
-def _fail_join(m: Member, error: Errors | str) -> Member:
-    return _with(m, join=JoinFuture.FAILED, join_result=error)
+def _fail_join(m: Member, error: Errors | None = None, exception: str | None = None) -> Member:
+    """The join future fails (``RequestFuture.raise``)."""
+    return _with(m, join=JoinFuture.FAILED, join_result=JoinFailure(error, exception))
 
 
 def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata: Metadata,
@@ -927,7 +963,7 @@ def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata:
     error = r.error
     if error is Errors.NONE:
         if m.state is not MemberState.PREPARING_REBALANCE:  # left the group meanwhile
-            return _fail_join(m, _UNJOINED_GROUP), (), ()
+            return _fail_join(m, exception=UNJOINED_GROUP), (), ()
         generation = Generation(r.generation, r.member_id, r.protocol_name)
         # The heartbeat thread is enabled: Heartbeat.resetTimeouts restarts its timers.
         m = _with(m, state=MemberState.COMPLETING_REBALANCE, generation=generation,
@@ -940,7 +976,7 @@ def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata:
             try:
                 m, assignments = _on_leader_elected(_metadata_for_assignment(m, r, now, metadata), r, mutants)
             except StickyAssignorFailure as exc:  # onLeaderElected throws: the join future fails
-                return _fail_join(_with(m, is_leader=True), f"IllegalStateException: {exc}"), (), events
+                return _fail_join(_with(m, is_leader=True), exception=f"IllegalStateException: {exc}"), (), events
         else:
             assignments = ()
         request = SyncGroupRequest(generation.member_id, m.config.instance_id, generation.generation_id,
@@ -1019,7 +1055,7 @@ def _on_sync_group_response(m: Member, r: SyncGroupResponse, now: int, mutants: 
         if r.protocol_name is not None and r.protocol_name != m.generation.protocol_name:
             return _fail_join(m, Errors.INCONSISTENT_GROUP_PROTOCOL), (), ()
         m = _with(m, state=MemberState.STABLE, rejoin_needed=False, rejoin_reason="",
-                    join=JoinFuture.SUCCEEDED, join_result=tuple(sorted(r.assignment)))
+                    join=JoinFuture.SUCCEEDED, join_result=Assignment(tuple(sorted(r.assignment))))
         return m, (), (member_event(m, ev.GROUP_SYNCED, now, partitions=r.assignment),)
     if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION, Errors.REBALANCE_IN_PROGRESS):
         return _sync_failed(m, error, mutants), (), (_sync_error_event(m, error, now),)

@@ -347,8 +347,8 @@ def valuation(state: sy.SystemState, tracker: Tracker, ks: list[str], ps: list[s
             owned = {tp_name(tp) for tp in m.owned}
             for p in ps:
                 v.put("owns", (k, p), p in owned)
-            if m.join is mb.JoinFuture.SUCCEEDED and isinstance(m.join_result, tuple):
-                res = {tp_name(tp) for tp in m.join_result}
+            if m.join is mb.JoinFuture.SUCCEEDED and isinstance(m.join_result, mb.Assignment):
+                res = {tp_name(tp) for tp in m.join_result.partitions}
                 for p in ps:
                     v.put("jres", (k, p), p in res)
             v.put("og", (k,), tracker.og.get(k, NO_GENERATION))
