@@ -3,6 +3,15 @@
 What a Kafka consumer does to stay in a group (Apache Kafka 4.1, clients/.../consumer/internals/
 ``AbstractCoordinator`` and ``ConsumerCoordinator``), as pure functions on a frozen :class:`Member`.
 
+The model is split the way Kafka's classes split the consumer: ``model.member_state`` (the record and
+the state changes of ``AbstractCoordinator``: generation, member state, join future, rejoin/reset,
+coordinator lookup), ``model.member_subscription`` (``SubscriptionState`` and ``ConsumerMetadata``),
+``model.member_heartbeat`` (``HeartbeatThread`` and ``Heartbeat``), ``model.member_consumption``
+(records and offset commits), and this module, the ``ConsumerCoordinator`` itself: ``poll()`` and
+``joinGroupIfNeeded``, ``onJoinPrepare`` / ``onJoinComplete`` and the callbacks, the leader's
+assignment, the JoinGroup / SyncGroup handlers, ``close()``. This module is the public face: it
+re-exports what the others define (``__all__``), so ``model.member`` is all a caller imports.
+
 **Two threads.** A ``KafkaConsumer`` has an *application thread*, which calls ``poll()``, and a
 *heartbeat thread*. Joining, the rebalance callbacks (``onJoinPrepare``, ``onJoinComplete``) and
 the leader's assignment all run inside ``poll()`` on the application thread
@@ -96,17 +105,77 @@ Mutants honoured here: ``stale-owned-after-sync-rebalance`` (see :func:`_sync_fa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
-
 from model import consumption as cs
 from model import events as ev
-from model.assignors import ASSIGNORS
 from model.assignors import assign as run_assignor
 from model.assignors.sticky_claims import StickyAssignorFailure
-from model.consumption import Consumption, DeliveryConfig, Log
+from model.consumption import Log
+from model.member_consumption import (
+    _commit_owned,
+    _in_group,
+    _on_offset_commit_response,
+    _on_offset_fetch_response,
+    _pending_revocation,
+    _poll_records,
+    _send_commit,
+)
+from model.member_heartbeat import (
+    _on_find_coordinator_response,
+    _on_heartbeat_response,
+    can_receive,
+    heartbeat_deadline,
+    heartbeat_tick,
+    maybe_leave_group,
+    poll_deadline,
+)
+from model.member_state import (
+    DEFAULT_ASSIGNORS,
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    DEFAULT_MAX_POLL_INTERVAL_MS,
+    DEFAULT_METADATA_MAX_AGE_MS,
+    DEFAULT_RETRY_BACKOFF_MS,
+    DEFAULT_SESSION_TIMEOUT_MS,
+    NO_GENERATION,
+    REJOIN_ROUND_TRIP_MS,
+    STICKY,
+    UNJOINED_GROUP,
+    Assignment,
+    Event,
+    Generation,
+    JoinFailure,
+    JoinFuture,
+    JoinPrepareCommit,
+    JoinResult,
+    Member,
+    MemberConfig,
+    MemberState,
+    Metadata,
+    Output,
+    PendingCommit,
+    PollThrew,
+    _coordinator_unknown,
+    _die,
+    _lookup_coordinator,
+    _own,
+    _request_rejoin,
+    _request_rejoin_if_necessary,
+    _reset_state_and_rejoin,
+    _with,
+    member_config,
+    member_event,
+    rebalance_protocol,
+    start,
+)
+from model.member_subscription import (
+    _group_topics,
+    _metadata_for_assignment,
+    _snapshot,
+    leader_metadata,
+    partitions_of,
+    refresh_metadata,
+    subscribe,
+    subscription_of,
+)
 from model.messages import (
     NO_GENERATION as NO_GENERATION_ID,
 )
@@ -114,306 +183,76 @@ from model.messages import (
     UNKNOWN_MEMBER_ID,
     ConsumerProtocolSubscription,
     Errors,
-    FindCoordinatorRequest,
     FindCoordinatorResponse,
-    HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupMember,
     JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupRequest,
     LeaveGroupResponse,
-    OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetFetchRequest,
     OffsetFetchResponse,
     Request,
     Response,
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.network import Disconnect
-from model.system_evolve import evolver
-from model.types import RebalanceProtocol, Subscription, TopicPartition
+from model.types import RebalanceProtocol, TopicPartition
+
+# What model.member offers: its own functions and those of the modules it is split into.
+__all__ = [
+    "Assignment",
+    "DEFAULT_ASSIGNORS",
+    "DEFAULT_HEARTBEAT_INTERVAL_MS",
+    "DEFAULT_MAX_POLL_INTERVAL_MS",
+    "DEFAULT_METADATA_MAX_AGE_MS",
+    "DEFAULT_RETRY_BACKOFF_MS",
+    "DEFAULT_SESSION_TIMEOUT_MS",
+    "Event",
+    "Generation",
+    "JoinFailure",
+    "JoinFuture",
+    "JoinPrepareCommit",
+    "JoinResult",
+    "Member",
+    "MemberConfig",
+    "MemberState",
+    "Metadata",
+    "NO_GENERATION",
+    "Output",
+    "PendingCommit",
+    "PollThrew",
+    "REJOIN_ROUND_TRIP_MS",
+    "STALE_OWNED_AFTER_SYNC_REBALANCE",
+    "STICKY",
+    "UNJOINED_GROUP",
+    "_on_heartbeat_response",
+    "_on_join_complete",
+    "_request_rejoin",
+    "_with",
+    "can_receive",
+    "close",
+    "close_commit",
+    "heartbeat_deadline",
+    "heartbeat_tick",
+    "leader_metadata",
+    "maybe_leave_group",
+    "member_config",
+    "member_event",
+    "partitions_of",
+    "poll",
+    "poll_deadline",
+    "poll_due",
+    "poll_has_work",
+    "rebalance_protocol",
+    "receive",
+    "refresh_metadata",
+    "resume",
+    "stall",
+    "start",
+    "subscribe",
+    "subscription_of",
+]
 
 STALE_OWNED_AFTER_SYNC_REBALANCE = "stale-owned-after-sync-rebalance"
-
-Metadata = tuple[tuple[str, int], ...]  # the cluster's topics and partition counts, sorted by topic
-Event = dict[str, Any]
-Output = tuple["Member", tuple[Request | Disconnect, ...], tuple[Event, ...]]
-
-# Kafka's consumer defaults (ConsumerConfig, 4.x).
-DEFAULT_SESSION_TIMEOUT_MS = 45000
-DEFAULT_HEARTBEAT_INTERVAL_MS = 3000
-DEFAULT_MAX_POLL_INTERVAL_MS = 300000
-DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")  # partition.assignment.strategy default
-DEFAULT_RETRY_BACKOFF_MS = 100  # retry.backoff.ms
-DEFAULT_METADATA_MAX_AGE_MS = 300000  # metadata.max.age.ms
-# The model's messages take no time. The one loop in which a real consumer does nothing but exchange
-# JoinGroup / SyncGroup with the coordinator -- rejoining at once because the assignment it got does
-# not match its subscription, and getting the same one again -- would then never let time pass; the
-# model gives each such rejoin the time its two round trips take on a real network.
-REJOIN_ROUND_TRIP_MS = 10
-STICKY = "sticky"  # the one assignor that keeps its own memory in userData (StickyAssignor)
-
-
-class MemberState(StrEnum):
-    """``AbstractCoordinator.MemberState``."""
-
-    UNJOINED = "UNJOINED"  # not part of a group (yet, or any more)
-    PREPARING_REBALANCE = "PREPARING_REBALANCE"  # JoinGroup sent, no answer yet
-    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"  # JoinGroup answered, SyncGroup sent
-    STABLE = "STABLE"  # SyncGroup answered; heartbeating
-
-    def has_not_joined(self) -> bool:
-        """``hasNotJoinedGroup``: the heartbeat thread is off in these states."""
-        return self is MemberState.UNJOINED or self is MemberState.PREPARING_REBALANCE
-
-
-class JoinFuture(StrEnum):
-    """Where ``joinFuture`` (the JoinGroup -> SyncGroup chain) stands."""
-
-    NONE = "none"  # no rebalance attempt under way
-    JOIN = "join"  # JoinGroup in flight
-    SYNC = "sync"  # SyncGroup in flight
-    SUCCEEDED = "succeeded"  # SyncGroup answered; the application thread has not handled it yet
-    FAILED = "failed"  # an error answer; the application thread has not handled it yet
-
-
-@dataclass(frozen=True, slots=True)
-class Generation:
-    """``AbstractCoordinator.Generation``."""
-
-    generation_id: int = NO_GENERATION_ID
-    member_id: str = UNKNOWN_MEMBER_ID
-    protocol_name: str | None = None
-
-    def has_reset(self) -> bool:
-        """``hasGenerationReset``: ILLEGAL_GENERATION keeps the member id, so only these two."""
-        return self.generation_id == NO_GENERATION_ID and self.protocol_name is None
-
-
-NO_GENERATION = Generation()
-
-UNJOINED_GROUP = "UnjoinedGroupException"  # retriable: the JoinGroup answer came after the member left
-
-
-@dataclass(frozen=True, slots=True)
-class Assignment:
-    """The join future succeeded: the assignment the SyncGroup answer carried."""
-
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class JoinFailure:
-    """The join future failed (``RequestFuture.raise``): with a Kafka error, or with an exception the
-    client raises itself -- :data:`UNJOINED_GROUP`, or ``IllegalStateException: ...`` when the
-    leader's assignor throws."""
-
-    error: Errors | None = None
-    exception: str | None = None
-
-    @property
-    def cause(self) -> str:
-        """The exception's name as ``joinGroupIfNeeded`` reports it ("rebalance failed due to ...")."""
-        return self.exception if self.exception is not None else self.error.name if self.error is not None else ""
-
-    def rejoins_at_once(self) -> bool:
-        """``joinGroupIfNeeded``'s ``continue``: UnknownMemberId, IllegalGeneration, RebalanceInProgress,
-        MemberIdRequired."""
-        return self.error in _REJOIN_AT_ONCE
-
-    def retriable(self) -> bool:
-        """``future.isRetriable()``: retried after ``retry.backoff.ms``; anything else is thrown."""
-        return self.error in _RETRIABLE or self.exception == UNJOINED_GROUP
-
-
-JoinResult = Assignment | JoinFailure | None  # what the finished join future holds (None: not finished)
-
-
-@dataclass(frozen=True, slots=True)
-class PollThrew:
-    """``poll()`` threw out of ``joinGroupIfNeeded`` (a fatal error): what the dying member did."""
-
-    output: tuple[Member, tuple[Request | Disconnect, ...], tuple[Event, ...]]
-
-
-def rebalance_protocol(assignors: tuple[str, ...]) -> RebalanceProtocol:
-    """The highest protocol every configured assignor supports (``ConsumerCoordinator``'s
-    constructor sorts the common ones and takes the last). ``ValueError`` if there is none."""
-    common: set[RebalanceProtocol] | None = None
-    for name in assignors:
-        supported = set(ASSIGNORS[name].protocols)
-        common = supported if common is None else common & supported
-    if not common:
-        raise ValueError(f"assignors {list(assignors)} have no commonly supported rebalance protocol")
-    return RebalanceProtocol.COOPERATIVE if RebalanceProtocol.COOPERATIVE in common else RebalanceProtocol.EAGER
-
-
-@dataclass(frozen=True, slots=True)
-class MemberConfig:
-    """A consumer's group configuration (``GroupRebalanceConfig`` + the assignor list).
-
-    ``rebalance_timeout_ms`` is what JoinGroup carries; the Java consumer sets it to
-    ``max.poll.interval.ms`` (``GroupRebalanceConfig``), and so does the scenario format unless
-    told otherwise.
-    """
-
-    name: str  # the process name (trace field ``member``)
-    assignors: tuple[str, ...] = DEFAULT_ASSIGNORS
-    instance_id: str | None = None
-    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
-    rebalance_timeout_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
-    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
-    max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS
-    group_id: str = "group"
-    auto_commit: bool = True  # enable.auto.commit (Kafka's default)
-    delivery: DeliveryConfig | None = None  # records and commits (model.consumption); None: group only
-    retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
-    metadata_max_age_ms: int = DEFAULT_METADATA_MAX_AGE_MS
-    protocol: RebalanceProtocol = RebalanceProtocol.EAGER  # derived: use :func:`member_config`
-
-    @property
-    def dynamic(self) -> bool:
-        return self.instance_id is None
-
-
-def member_config(name: str, assignors: tuple[str, ...] = DEFAULT_ASSIGNORS, **settings: Any) -> MemberConfig:
-    """A :class:`MemberConfig` with its rebalance protocol derived from ``assignors``."""
-    return MemberConfig(name=name, assignors=assignors, protocol=rebalance_protocol(assignors), **settings)
-
-
-class JoinPrepareCommit(StrEnum):
-    """Where ``onJoinPrepare``'s auto-commit (``autoCommitOffsetRequestFuture``) stands."""
-
-    NONE = "none"  # no future: the next onJoinPrepare sends one (if there is anything to commit)
-    IN_FLIGHT = "in_flight"  # sent, not answered: onJoinPrepare returns false, no JoinGroup yet
-    DONE = "done"  # answered (succeeded, or failed for good): the next onJoinPrepare goes on
-    RETRY = "retry"  # failed with a retriable error: the next onJoinPrepare sends it again
-
-
-@dataclass(frozen=True, slots=True)
-class PendingCommit:
-    """An OffsetCommit in flight: the generation it was sent with (``sentGeneration``), what it
-    commits, and whether the application thread waits for its answer before it sends a JoinGroup
-    (``onJoinPrepare``'s auto-commit, or a ``commitSync`` in ``onPartitionsRevoked``)."""
-
-    generation: Generation
-    offsets: tuple[tuple[TopicPartition, int], ...]
-    blocks_join: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Member:
-    """One consumer process incarnation's group-membership state.
-
-    ``owned`` is ``SubscriptionState.assignedPartitions()``: what the application holds, from
-    ``onPartitionsAssigned`` until ``onPartitionsRevoked`` / ``onPartitionsLost``.
-    """
-
-    config: MemberConfig
-    conn: str  # this incarnation's connection id
-    subscription: tuple[str, ...]  # SubscriptionState.subscription(), sorted
-    state: MemberState = MemberState.UNJOINED
-    generation: Generation = NO_GENERATION
-    rejoin_needed: bool = True
-    rejoin_reason: str = ""
-    needs_join_prepare: bool = True
-    join: JoinFuture = JoinFuture.NONE
-    join_sent_generation: Generation = NO_GENERATION  # the generation the JoinGroup/SyncGroup went with
-    join_result: JoinResult = None  # SUCCEEDED: the assignment; FAILED: why
-    joined_subscription: tuple[str, ...] | None = None  # the subscription the last JoinGroup carried
-    owned: frozenset[TopicPartition] = frozenset()
-    is_leader: bool = False
-    assignment_snapshot: Metadata | None = None  # leader only: metadata the assignment used
-    sticky_memory: tuple[tuple[TopicPartition, ...], int] | None = None  # StickyAssignor userData
-    heartbeat_due: int = 0  # the heartbeat timer (meaningful while the heartbeat thread runs)
-    session_due: int = 0  # the client's session timer (Heartbeat.sessionTimer): no heartbeat answer since
-    heartbeats_in_flight: tuple[Generation, ...] = ()  # sentGeneration of each unanswered Heartbeat
-    commits_in_flight: tuple[PendingCommit, ...] = ()  # each unanswered OffsetCommit, oldest first
-    prepare_commit: JoinPrepareCommit = JoinPrepareCommit.NONE  # onJoinPrepare's auto-commit
-    commit_fenced: bool = False  # an async commit was answered FENCED_INSTANCE_ID (asyncCommitFenced)
-    heartbeat_failure: Errors | None = None  # the heartbeat thread died (FENCED_INSTANCE_ID)
-    last_poll: int = 0  # the poll timer's start (Heartbeat.poll / resetTimeouts)
-    stalled_until: int | None = None  # the application thread is busy until then
-    fatal: str | None = None  # what poll() threw that killed the consumer (an error code or exception name)
-    consumption: Consumption | None = None  # records (config.delivery set)
-    coordinator_node: int | None = 0  # the broker the member sends group requests to; None: unknown
-    finding_coordinator: bool = False  # a FindCoordinator is in flight
-    lookup_after: int = 0  # retry.backoff.ms after a failed lookup
-    rejoin_not_before: int | None = None  # a rejoin after a mismatched assignment: see REJOIN_ROUND_TRIP_MS
-    metadata: Metadata = ()  # the consumer's metadata snapshot (ConsumerMetadata): partition counts it knows
-    metadata_due: int = 0  # its next refresh (metadata.max.age.ms after the last one)
-
-    # -- views ---------------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def stalled(self) -> bool:
-        return self.stalled_until is not None
-
-    @property
-    def heartbeat_thread_enabled(self) -> bool:
-        return not self.state.has_not_joined() and self.heartbeat_failure is None and self.fatal is None
-
-
-_evolve_member = evolver(Member)
-
-
-def _with(m: Member, **changes: Any) -> Member:
-    """``m`` with ``changes`` (``dataclasses.replace``, faster: ``model.system_evolve``)."""
-    return _evolve_member(m, changes)
-
-
-def start(config: MemberConfig, conn: str, topics: tuple[str, ...], now: int,
-          coordinator_node: int | None = 0) -> tuple[Member, tuple[Event, ...]]:
-    """A new incarnation: ``subscribe(topics)``; it joins at its first :func:`poll`. With records,
-    its ``startup_complete`` says how it commits and resets (the trace checker reads that)."""
-    d = config.delivery
-    member = Member(config=config, conn=conn, subscription=tuple(sorted(set(topics))), last_poll=now,
-                    consumption=None if d is None else cs.start(d, now), coordinator_node=coordinator_node,
-                    lookup_after=now, metadata_due=now)
-    if d is None:
-        return member, (member_event(member, ev.STARTUP_COMPLETE, now),)
-    return member, (member_event(member, ev.STARTUP_COMPLETE, now, auto_offset_reset=d.auto_offset_reset,
-                                 enable_auto_commit=config.auto_commit,
-                                 auto_commit_interval_ms=d.auto_commit_interval_ms),)
-
-
-# -- events ------------------------------------------------------------------------------------
-
-
-def member_event(m: Member, name: str, now: int, **fields: Any) -> Event:
-    gen = m.generation
-    return ev.event(name, now, group=m.config.group_id, member=m.config.name, member_id=gen.member_id or None,
-                    instance_id=m.config.instance_id, generation=gen.generation_id,
-                    protocol=m.config.protocol.value, assignor=gen.protocol_name, **fields)
-
-
-# -- the application thread: poll() ---------------------------------------------------------------
-
-
-def _snapshot(metadata: Metadata, topics: frozenset[str] | tuple[str, ...]) -> Metadata:
-    """``MetadataSnapshot``: partition counts of ``topics`` (0 when the topic does not exist)."""
-    counts = dict(metadata)
-    return tuple((t, counts.get(t, 0)) for t in sorted(set(topics)))
-
-
-def refresh_metadata(m: Member, now: int, metadata: Metadata) -> Member:
-    """The consumer's metadata snapshot is what the cluster says as of its last refresh, which comes
-    ``metadata.max.age.ms`` after the previous one (``Metadata.timeToNextUpdate``, driven by
-    ``NetworkClient.poll``), or at once after a new subscription (``requestUpdateForNewTopics``).
-    The model refreshes when the member acts (:func:`poll`, a JoinGroup answer) at or after the due
-    time; only a leader's snapshot decides anything (it is the assignment's input and
-    ``rejoinNeededOrPending`` compares it), and a leader polls at its refresh times
-    (:func:`poll_due`). Not modelled: refreshes on errors (e.g. UNKNOWN_TOPIC_OR_PARTITION)."""
-    if now < m.metadata_due:
-        return m
-    return _with(m, metadata=metadata, metadata_due=now + m.config.metadata_max_age_ms)
 
 
 def _rejoin_needed_or_pending(m: Member) -> tuple[Member, bool]:
@@ -429,30 +268,6 @@ def _rejoin_needed_or_pending(m: Member) -> tuple[Member, bool]:
         m = _request_rejoin_if_necessary(m, "subscription has changed")
         return m, True
     return m, m.rejoin_needed or m.join is not JoinFuture.NONE
-
-
-def _request_rejoin(m: Member, reason: str) -> Member:
-    return _with(m, rejoin_needed=True, rejoin_reason=reason)
-
-
-def _request_rejoin_if_necessary(m: Member, reason: str) -> Member:
-    return m if m.rejoin_needed else _request_rejoin(m, reason)
-
-
-def _reset_state_and_rejoin(m: Member, reason: str, reset_member_id: bool) -> Member:
-    """``resetStateAndRejoin``: back to UNJOINED with the generation reset (member id kept when
-    ``reset_member_id`` is false), rejoin requested, ``onJoinPrepare`` to run again."""
-    generation = NO_GENERATION if reset_member_id else Generation(NO_GENERATION_ID, m.generation.member_id, None)
-    return _with(m, state=MemberState.UNJOINED, generation=generation, rejoin_needed=True,
-                   rejoin_reason=reason, needs_join_prepare=True)
-
-
-# Errors after which joinGroupIfNeeded rejoins at once (the `continue` in its loop).
-_REJOIN_AT_ONCE = frozenset({Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION, Errors.REBALANCE_IN_PROGRESS,
-                             Errors.MEMBER_ID_REQUIRED})
-# Errors joinGroupIfNeeded retries after a back-off (RetriableException); the rest are thrown.
-_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
-                        Errors.NOT_COORDINATOR})
 
 
 def poll_has_work(m: Member, metadata: Metadata, log: Log = ()) -> bool:
@@ -480,19 +295,6 @@ def _join_blocked(m: Member) -> bool:
     """The application thread waits for a commit's answer before it sends a JoinGroup:
     ``onJoinPrepare``'s auto-commit, or a ``commitSync`` in a revocation callback."""
     return m.prepare_commit is JoinPrepareCommit.IN_FLIGHT or any(p.blocks_join for p in m.commits_in_flight)
-
-
-def _pending_revocation(m: Member) -> bool:
-    """``maybeMarkPartitionsPendingRevocation``: an EAGER member that sent onJoinPrepare's auto-commit
-    fetches nothing more from what it owns until the callbacks ran (all of it will be revoked)."""
-    return m.config.protocol is RebalanceProtocol.EAGER and m.prepare_commit is not JoinPrepareCommit.NONE
-
-
-def _in_group(m: Member) -> bool:
-    """``ConsumerCoordinator.poll`` would return true: coordinator known, no rebalance under way
-    (only then does ``poll()`` auto-commit and fetch committed offsets)."""
-    return m.coordinator_node is not None and m.join is JoinFuture.NONE and not m.rejoin_needed \
-        and m.state is MemberState.STABLE
 
 
 def poll_due(m: Member) -> int | None:
@@ -587,100 +389,6 @@ def _join_group_if_needed(m: Member, now: int, requests: list[Request], events: 
         return _send_join_group(m, requests)  # initiateJoinGroup; its future is not done yet
 
 
-def _lookup_coordinator(m: Member, now: int, requests: list[Request]) -> Member:
-    """``lookupCoordinator``: a FindCoordinator, unless one is in flight or the back-off runs."""
-    if m.finding_coordinator or now < m.lookup_after:
-        return m
-    requests.append(FindCoordinatorRequest(m.config.group_id))
-    return _with(m, finding_coordinator=True)
-
-
-def _coordinator_unknown(m: Member, now: int) -> Member:
-    """``markCoordinatorUnknown``: group requests wait for a new lookup."""
-    if m.coordinator_node is None:
-        return m
-    return _with(m, coordinator_node=None, lookup_after=now)
-
-
-def _poll_records(m: Member, now: int, log: Log, requests: list[Request], events: list[Event]) -> Member:
-    """The record part of ``poll()`` (``model.consumption``): when in the group, the periodic
-    auto-commit (``maybeAutoCommitOffsetsAsync(now)``) and an OffsetFetch for partitions without a
-    position (``updateFetchPositions``); then the records (``pollForFetches``), processed at once or
-    handed to the async worker; the worker's finished batches; the application's commit."""
-    c = m.consumption
-    d = m.config.delivery
-    assert c is not None and d is not None
-    if _in_group(m):
-        if m.config.auto_commit and cs.auto_commit_due(c, now):
-            m = _with(m, consumption=cs.auto_commit_reset(c, d, now))
-            m = _send_commit(m, cs.all_consumed(c), True, now, requests, events)
-            c = m.consumption
-            assert c is not None
-        if c.fetch_in_flight is None and cs.position_missing(c, m.owned):
-            pending = cs.awaiting_position(c, m.owned)
-            requests.append(OffsetFetchRequest(pending))
-            c = cs.fetch_sent(c, pending)
-    polled: cs.Polled = ()
-    if not _pending_revocation(m):
-        c, polled = cs.poll_records(c, log, d, now)
-    done: cs.Polled = polled
-    if d.processing == "async":
-        c, done = cs.process_due(c, now)
-    m = _with(m, consumption=c)
-    if done:
-        events.append(_records_consumed(m, done, now))
-        if not m.config.auto_commit and d.commit != "none":
-            m = _send_commit(m, cs.application_offsets(c, d), False, now, requests, events)
-    return m
-
-
-def _records_consumed(m: Member, polled: cs.Polled, now: int) -> Event:
-    """VerifiableConsumer's ``records_consumed``: per partition count, minOffset, maxOffset."""
-    parts = [{"topic": tp.topic, "partition": tp.partition, "count": last - first + 1, "minOffset": first,
-              "maxOffset": last} for tp, first, last in polled]
-    event = member_event(m, ev.RECORDS_CONSUMED, now, count=sum(last - first + 1 for _, first, last in polled))
-    event["partitions"] = parts  # as VerifiableConsumer prints them, after the count
-    return event
-
-
-def _send_commit(m: Member, offsets: tuple[tuple[TopicPartition, int], ...], auto: bool, now: int,
-                 requests: list[Request], events: list[Event], blocks_join: bool = False) -> Member:
-    """``sendOffsetCommitRequest``: only a STABLE member (``generationIfStable``) with a known
-    coordinator sends; otherwise an application commit fails at once (CommitFailedException, or
-    RebalanceInProgressException during a rebalance) and the auto-commit only logs."""
-    if not offsets:
-        return m
-    if m.state is not MemberState.STABLE or m.coordinator_node is None:
-        if not auto:
-            error = ("RebalanceInProgressException" if m.state in (MemberState.PREPARING_REBALANCE,
-                                                                   MemberState.COMPLETING_REBALANCE)
-                     else "CommitFailedException" if m.coordinator_node is not None else "COORDINATOR_NOT_AVAILABLE")
-            events.append(_offsets_committed(m, m.generation, offsets, None, error, now))
-        return m
-    requests.append(OffsetCommitRequest(m.generation.member_id, m.config.instance_id, m.generation.generation_id,
-                                        offsets))
-    return _with(m, commits_in_flight=m.commits_in_flight + (PendingCommit(m.generation, offsets, blocks_join),))
-
-
-def _offsets_committed(m: Member, sent: Generation, offsets: tuple[tuple[TopicPartition, int], ...],
-                       partition_errors: dict[TopicPartition, Errors] | None, error: str | None, now: int) -> Event:
-    """VerifiableConsumer's ``offsets_committed`` (``success``, ``error``), with the generation and
-    member id the commit was sent with."""
-    items: list[dict[str, Any]] = []
-    for tp, offset in offsets:
-        item: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition, "offset": offset}
-        perr = (partition_errors or {}).get(tp, Errors.NONE)
-        if perr is not Errors.NONE:
-            item["error"] = perr.name
-        items.append(item)
-    event = member_event(m, ev.OFFSETS_COMMITTED, now, success=error is None, error=error)
-    event["offsets"] = items
-    event["generation"] = sent.generation_id
-    if sent.member_id:
-        event["member_id"] = sent.member_id
-    return event
-
-
 def _finish_join(m: Member, assignment: Assignment, now: int, events: list[Event], requests: list[Request]) -> Member:
     """joinGroupIfNeeded after its future succeeded: ``onJoinComplete`` unless the heartbeat
     thread reset the generation or state meanwhile, in which case the rebalance failed."""
@@ -689,26 +397,6 @@ def _finish_join(m: Member, assignment: Assignment, now: int, events: list[Event
         return _with(m, needs_join_prepare=True)
     return _reset_state_and_rejoin(m, "rebalance failed since the generation/state was modified by heartbeat "
                                       "thread before the rebalance callback triggered", True)
-
-
-def _commit_owned(m: Member, now: int, requests: list[Request], events: list[Event],
-                  blocks_join: bool = False) -> Member:
-    """``maybeAutoCommitOffsetsAsync``: commit the position of every owned partition, sent only
-    while the member is STABLE (``sendOffsetCommitRequest`` uses ``generationIfStable`` and fails
-    locally otherwise). Without records a position is a stand-in: the time."""
-    if not m.config.auto_commit or not m.owned:
-        return m
-    offsets = cs.all_consumed(m.consumption) if m.consumption is not None else \
-        tuple((tp, now) for tp in sorted(m.owned))
-    return _send_commit(m, offsets, True, now, requests, events, blocks_join)
-
-
-def _own(m: Member, owned: frozenset[TopicPartition]) -> Member:
-    """``owned`` becomes the assignment; positions of partitions given up go with them."""
-    c = m.consumption
-    if c is None:
-        return _with(m, owned=owned)
-    return _with(m, owned=owned, consumption=cs.retain(c, owned))
 
 
 def _revoke(m: Member, revoked: frozenset[TopicPartition], now: int, events: list[Event],
@@ -813,75 +501,6 @@ def _on_join_complete(m: Member, assignment: tuple[TopicPartition, ...], now: in
     return m
 
 
-def _die(m: Member, error: str, now: int) -> Output:
-    """A fatal error thrown out of ``poll()`` (FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL,
-    ...): the application gives up and closes without leaving the group. Whatever it owned is
-    lost: another incarnation has its instance id, or it was never accepted."""
-    events: list[Event] = []
-    if m.owned:
-        events.append(member_event(m, ev.PARTITIONS_LOST, now, partitions=m.owned))
-    dead = _with(_own(m, frozenset()), fatal=error, state=MemberState.UNJOINED)
-    events.append(member_event(dead, ev.SHUTDOWN_COMPLETE, now, error=error))
-    return dead, (), tuple(events)
-
-
-# -- the heartbeat thread ---------------------------------------------------------------------------
-
-
-def poll_deadline(m: Member) -> int | None:
-    """When the poll timer expires: only a stalled application misses its polls."""
-    return m.last_poll + m.config.max_poll_interval_ms if m.stalled else None
-
-
-def heartbeat_deadline(m: Member) -> int | None:
-    """The next time the heartbeat thread acts (a heartbeat, a coordinator lookup, the poll
-    timeout), or None. While the coordinator is unknown the thread only looks it up: it checks the
-    poll timeout once the coordinator is known again (``HeartbeatThread.run``)."""
-    if not m.heartbeat_thread_enabled:
-        return None
-    if m.coordinator_node is None:
-        return None if m.finding_coordinator else m.lookup_after
-    deadline = poll_deadline(m)
-    due = min(m.heartbeat_due, m.session_due)
-    return due if deadline is None else min(due, deadline)
-
-
-def heartbeat_tick(m: Member, now: int) -> Output:
-    """One pass of ``AbstractCoordinator.HeartbeatThread.run`` at ``now`` (>= :func:`heartbeat_deadline`),
-    in Kafka's order: an unknown coordinator is looked up first (nothing else happens in that pass);
-    then the client's session timer: no heartbeat answered for ``session.timeout.ms`` (they can be
-    late: queued behind a parked SyncGroup, ``model.network``) marks the coordinator unknown and
-    disconnects (``markCoordinatorUnknown`` -> ``disconnectAsync``; the system fails what was in
-    flight, :class:`model.network.Disconnect`); then the poll timeout, then the heartbeat timer."""
-    if m.coordinator_node is None:  # coordinatorUnknown(): look it up instead of heartbeating
-        requests: list[Request] = []
-        m = _lookup_coordinator(m, now, requests)
-        return m, tuple(requests), ()
-    if now >= m.session_due:  # heartbeat.sessionTimeoutExpired
-        return _coordinator_unknown(m, now), (Disconnect(),), ()
-    deadline = poll_deadline(m)
-    if deadline is not None and now >= deadline:  # pollTimeoutExpired -> handlePollTimeoutExpiry
-        return maybe_leave_group(m, "consumer poll timeout has expired.", now)
-    if now >= m.heartbeat_due:
-        c = m.config
-        request = HeartbeatRequest(m.generation.member_id, c.instance_id, m.generation.generation_id)
-        return _with(m, heartbeat_due=now + c.heartbeat_interval_ms,
-                       heartbeats_in_flight=m.heartbeats_in_flight + (m.generation,)), (request,), ()
-    return m, (), ()
-
-
-def maybe_leave_group(m: Member, reason: str, now: int) -> Output:
-    """``AbstractCoordinator.maybeLeaveGroup``: a dynamic member that is in the group sends
-    LeaveGroup, when it knows its coordinator (``shouldSendLeaveGroupRequest``: not
-    ``coordinatorUnknown()``, not UNJOINED, a member id); static members never do. Either way the
-    generation and member id are reset, so the next ``onJoinPrepare`` declares everything owned lost."""
-    requests: tuple[Request, ...] = ()
-    if m.state is not MemberState.UNJOINED and m.generation.member_id != UNKNOWN_MEMBER_ID and m.config.dynamic \
-            and m.coordinator_node is not None:
-        requests = (LeaveGroupRequest(((m.generation.member_id, None),), reason),)
-    return _reset_state_and_rejoin(m, "consumer pro-actively leaving the group", True), requests, ()
-
-
 def close_commit(m: Member, now: int) -> Output:
     """The first part of ``KafkaConsumer.close()``: ``ConsumerCoordinator.close`` ->
     ``maybeAutoCommitOffsetsSync``, a synchronous commit of what is owned. The caller delivers it
@@ -911,15 +530,6 @@ def close(m: Member, now: int) -> Output:
     left, requests, _ = maybe_leave_group(m, "the consumer is being closed", now)
     events.append(member_event(m, ev.SHUTDOWN_COMPLETE, now))
     return _with(left, join=JoinFuture.NONE, join_result=None), tuple(commits) + requests, tuple(events)
-
-
-# -- response handlers --------------------------------------------------------------------------------
-
-
-def can_receive(m: Member) -> bool:
-    """Does some thread read this member's socket now? The application thread does unless it is
-    stalled; the heartbeat thread does while it runs (``client.pollNoWakeup`` in its loop)."""
-    return m.fatal is None and (not m.stalled or m.heartbeat_thread_enabled)
 
 
 _COORDINATOR_GONE = (Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE)
@@ -993,37 +603,6 @@ def _on_join_group_response(m: Member, r: JoinGroupResponse, now: int, metadata:
     return _fail_join(m, error), (), ()  # REBALANCE_IN_PROGRESS retries; FENCED_INSTANCE_ID etc. are fatal
 
 
-def subscription_of(jm: JoinGroupMember) -> Subscription:
-    """What the leader's assignor reads of a member: its subscription, and the one (owned,
-    generation) pair the model's assignors take (``model.types.Subscription``) -- the v1/v2 fields,
-    or, for the sticky assignor, its userData."""
-    meta = jm.metadata
-    owned, generation = (meta.owned, meta.generation) if meta.user_data is None else meta.user_data
-    return Subscription(member_id=jm.member_id, topics=meta.topics, owned=owned, generation=generation,
-                        instance_id=jm.instance_id, rack=meta.rack)
-
-
-def _group_topics(m: Member, r: JoinGroupResponse) -> frozenset[str]:
-    """Every topic some member of the JoinGroup answer (or the leader itself) subscribes to."""
-    return frozenset(t for jm in r.members for t in jm.metadata.topics) | frozenset(m.subscription)
-
-
-def _metadata_for_assignment(m: Member, r: JoinGroupResponse, now: int, cluster: Metadata) -> Member:
-    """The leader's metadata snapshot as its assignment will see it: refreshed if due, and refreshed
-    anyway when the group subscribes to a topic the leader does not (``updateGroupSubscription``:
-    ``groupSubscribe`` is true, ``requestUpdateForNewTopics``, then ``ensureFreshMetadata``)."""
-    m = refresh_metadata(m, now, cluster)
-    if not _group_topics(m, r) <= frozenset(m.subscription):
-        m = _with(m, metadata=cluster, metadata_due=now + m.config.metadata_max_age_ms)
-    return m
-
-
-def leader_metadata(m: Member, r: JoinGroupResponse, now: int, cluster: Metadata) -> Metadata:
-    """The metadata the leader ``m`` runs its assignor on when it handles ``r`` at ``now`` (what the
-    invariant monitor judges the assignment by)."""
-    return _metadata_for_assignment(m, r, now, cluster).metadata
-
-
 def _on_leader_elected(m: Member, r: JoinGroupResponse,
                        mutants: frozenset[str]) -> tuple[Member, tuple[tuple[str, tuple[TopicPartition, ...]], ...]]:
     """``ConsumerCoordinator.onLeaderElected``: run the selected assignor on the member list, over
@@ -1095,83 +674,6 @@ def _sync_failed(m: Member, error: Errors, mutants: frozenset[str]) -> Member:
     return _fail_join(m, error)
 
 
-def _on_offset_commit_response(m: Member, r: OffsetCommitResponse, now: int) -> Output:
-    """``OffsetCommitResponseHandler.handle``; with records, the answer is an ``offsets_committed``
-    event (VerifiableConsumer prints one per commit callback)."""
-    if not m.commits_in_flight:
-        return m, (), ()
-    pending = m.commits_in_flight[0]
-    sent = pending.generation
-    m = _with(m, commits_in_flight=m.commits_in_flight[1:])
-    if pending.blocks_join and m.prepare_commit is JoinPrepareCommit.IN_FLIGHT:
-        m = _with(m, prepare_commit=JoinPrepareCommit.RETRY if r.error in _RETRIABLE else JoinPrepareCommit.DONE)
-    events: tuple[Event, ...] = ()
-    if m.consumption is not None and pending.offsets:
-        errors = dict(r.partition_errors)
-        failed = [e for e in (r.error, *errors.values()) if e is not Errors.NONE]
-        events = (_offsets_committed(m, sent, pending.offsets, errors, failed[0].name if failed else None, now),)
-    error = r.error
-    if error is Errors.FENCED_INSTANCE_ID:
-        return (_with(m, commit_fenced=True) if m.generation == sent else m), (), events
-    if error is Errors.REBALANCE_IN_PROGRESS:
-        return _request_rejoin(m, "offset commit failed since group is already rebalancing"), (), events
-    if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
-        if m.generation != sent and m.state is MemberState.PREPARING_REBALANCE:
-            return m, (), events  # already in another rebalance with a new generation: nothing to reset
-        return _reset_state_and_rejoin(m, f"encountered {error.name} from OFFSET_COMMIT response",
-                                       error is not Errors.ILLEGAL_GENERATION), (), events
-    return m, (), events
-
-
-def _on_offset_fetch_response(m: Member, r: OffsetFetchResponse, now: int, log: Log,
-                              mutants: frozenset[str]) -> Output:
-    """``OffsetFetchResponseHandler`` then ``SubscriptionState``: positions from the committed
-    offsets or ``auto.offset.reset`` (``model.consumption.on_offsets_fetched``); ``none`` with
-    nothing committed makes ``poll()`` throw NoOffsetForPartitionException, which ends the
-    application."""
-    c, d = m.consumption, m.config.delivery
-    if c is None or d is None or c.fetch_in_flight is None:
-        return m, (), ()
-    if r.error is not Errors.NONE:
-        return _with(m, consumption=cs.fetch_failed(c)), (), ()
-    c, error = cs.on_offsets_fetched(c, r.offsets, m.owned, log, d, mutants)
-    m = _with(m, consumption=c)
-    if error is not None:
-        return _die(m, error, now)
-    return m, (), ()
-
-
-def _on_find_coordinator_response(m: Member, r: FindCoordinatorResponse, now: int) -> Member:
-    """``FindCoordinatorResponseHandler``: the broker named is the coordinator from now on; an
-    error is retried after ``retry.backoff.ms``."""
-    if not m.finding_coordinator:
-        return m
-    if r.error is Errors.NONE:  # heartbeat.resetSessionTimeout()
-        return _with(m, finding_coordinator=False, coordinator_node=r.node, session_due=now + m.config.session_timeout_ms)
-    return _with(m, finding_coordinator=False, lookup_after=now + m.config.retry_backoff_ms)
-
-
-def _on_heartbeat_response(m: Member, r: HeartbeatResponse, now: int) -> Output:
-    """``HeartbeatResponseHandler.handle`` and the heartbeat thread's listener."""
-    if not m.heartbeats_in_flight:
-        return m, (), ()
-    sent = m.heartbeats_in_flight[0]
-    m = _with(m, heartbeats_in_flight=m.heartbeats_in_flight[1:])
-    error = r.error
-    if error is Errors.NONE or error is Errors.REBALANCE_IN_PROGRESS:  # heartbeat.receiveHeartbeat()
-        m = _with(m, session_due=now + m.config.session_timeout_ms)
-    if error is Errors.REBALANCE_IN_PROGRESS:
-        if m.state is MemberState.STABLE:
-            m = _request_rejoin(m, "group is already rebalancing")
-    elif error in (Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID) \
-            and m.generation == sent:  # an answer about a generation we already left is ignored
-        m = _reset_state_and_rejoin(m, f"encountered {error.name} from HEARTBEAT response",
-                                    error is not Errors.ILLEGAL_GENERATION)
-        if error is Errors.FENCED_INSTANCE_ID:
-            m = _with(m, heartbeat_failure=error)
-    return m, (), ()
-
-
 # -- faults and application calls -------------------------------------------------------------------
 
 
@@ -1185,14 +687,3 @@ def stall(m: Member, now: int, for_ms: int) -> Member:
 
 def resume(m: Member, now: int) -> Member:
     return _with(m, stalled_until=None, last_poll=now)
-
-
-def subscribe(m: Member, topics: tuple[str, ...]) -> Member:
-    """``KafkaConsumer.subscribe(topics)``: the next poll sees the change and rejoins, with its
-    metadata refreshed first (``requestUpdateForNewTopics``)."""
-    return _with(m, subscription=tuple(sorted(set(topics))), metadata_due=0)
-
-
-def partitions_of(metadata: Metadata | Mapping[str, int], topics: tuple[str, ...]) -> frozenset[TopicPartition]:
-    counts = dict(metadata)
-    return frozenset(TopicPartition(t, p) for t in topics for p in range(counts.get(t, 0)))
