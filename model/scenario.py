@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from model import consumption as cs
-from model import coordinator as co
-from model import member as mb
 from model.assignors import ASSIGNORS
+from model.classic import coordinator as co
+from model.classic import member as mb
 from model.system import (
     CoordinatorFails,
     CoordinatorMoves,

@@ -1,8 +1,8 @@
 """A consumer group as one transition system: coordinator + members + network + clock.
 
 A state (:class:`SystemState`) is a frozen value: the time, the coordinator's group
-(``model.coordinator``), every consumer process (its configuration and, while it runs, its
-``model.member.Member``), the messages in flight (``model.network``), and the cluster metadata
+(``model.classic.coordinator``), every consumer process (its configuration and, while it runs, its
+``model.classic.member.Member``), the messages in flight (``model.network``), and the cluster metadata
 (partition counts). Its transitions are a closed set of small actions, named actor + verb + object:
 
 system actions, which happen by themselves --
@@ -31,13 +31,13 @@ faults and operator actions, which the environment chooses --
 
 **The coordinator's home** (:class:`CoordinatorHome`): the group's coordinator is the leader of
 partition ``abs(hash(group.id)) % offsets.topic.num.partitions`` of ``__consumer_offsets``
-(``model.coordinator_home``). The model has ``brokers`` brokers, ids 0..n-1; the partition's first
+(``model.classic.coordinator.home``). The model has ``brokers`` brokers, ids 0..n-1; the partition's first
 leader is ``partition % brokers`` and leadership moves to the next id. A group request that reaches a
 broker that is not the coordinator is answered NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while the
 partition has no leader) by that broker, at once; FindCoordinator is answered by any broker from its
 metadata. When leadership moves, the old coordinator unloads the group (its parked requests answered
 NOT_COORDINATOR), the requests still queued for it get the same answer, and the new leader loads the
-group from the log (``model.coordinator_load``). While the partition has no leader, nothing runs the
+group from the log (``model.classic.coordinator.load``). While the partition has no leader, nothing runs the
 group's timers.
 
 :func:`step` is pure and guard-first: it returns ``(next state, events)``, or None when the action is
@@ -48,7 +48,7 @@ time, and every timer that is due fires before the clock moves on. So ``ClockAdv
 only when no delivery, poll, heartbeat-thread step, resume or coordinator timer is enabled, and
 it moves at most to the next deadline. Among the actions enabled at one instant the order is free
 (that is the system's non-determinism), with one rule: a coordinator timer due now fires before
-the coordinator handles a request at now (``model.coordinator.expire``'s contract).
+the coordinator handles a request at now (``model.classic.coordinator.expire``'s contract).
 
 **Trace events** are the members' (``partitions_assigned`` / ``_revoked`` / ``_lost``,
 ``group_joined``, ``group_synced``, ``startup_complete``, ``shutdown_complete``) and the
@@ -66,12 +66,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import coordinator as co
 from model import events as ev
-from model import member as mb
+from model.classic import coordinator as co
+from model.classic import member as mb
+from model.classic.coordinator.home import coordinator_partition
+from model.classic.member import Member, MemberConfig, Metadata
 from model.consumption import DeliveryConfig, Log
-from model.coordinator_home import coordinator_partition
-from model.member import Member, MemberConfig, Metadata
 from model.messages import Errors, FindCoordinatorRequest, FindCoordinatorResponse, Request, SyncGroupResponse
 from model.network import Disconnect, Network
 from model.system_evolve import evolver

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import member as mb
 from model import system as sy
+from model.classic import member as mb
 from model.scenario import Scenario
 from model.system import Action, SystemConfig, SystemState
 
@@ -124,7 +124,7 @@ class Scheduler:
         self._seen: dict[str, mb.Member] = {}  # the member value each entry below was computed from
         self._work: set[str] = set()  # members whose poll() has something to do
         self._local = _Timers()  # each member's next heartbeat-thread step or end of a stall
-        self._polls = _Timers()  # each member's next poll work that waits for a time (model.member.poll_due)
+        self._polls = _Timers()  # each member's next poll work that waits for a time (model.classic.member.poll_due)
         self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
         self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, object, int | None] = (None, None, None)

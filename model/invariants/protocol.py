@@ -38,15 +38,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import coordinator as co
 from model import events as ev
-from model import member as mb
 from model import system as sy
 from model.assignors import assign as run_assignor
 from model.assignors.sticky_claims import StickyAssignorFailure
+from model.classic import coordinator as co
+from model.classic import member as mb
+from model.classic.member import Member, MemberState
 from model.invariants import assignment as asg
 from model.invariants import delivery as dl
-from model.member import Member, MemberState
 from model.messages import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,

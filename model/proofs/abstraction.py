@@ -29,10 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from model import coordinator as co
 from model import events as ev
-from model import member as mb
 from model import system as sy
+from model.classic import coordinator as co
+from model.classic import member as mb
 from model.messages import (
     NO_GENERATION,
     Errors,

@@ -54,7 +54,7 @@ ASSUMPTIONS: dict[str, Assumption] = {
         Assumption("no-racks",
                    "no consumer and no partition has a rack (KIP-881 rack-aware assignment is not covered)"),
         Assumption("no-commits",
-                   "the protocol proofs' consumers carry no record state (model.member without a delivery "
+                   "the protocol proofs' consumers carry no record state (model.classic.member without a delivery "
                    "configuration: their only OffsetCommits are the auto-commits before a rebalance and on close, "
                    "with a stand-in offset), so protocol-commit-fencing is proved for what the coordinator "
                    "accepts, whatever the offsets; positions, polls, processing, OffsetFetch and the offsets "

@@ -1,6 +1,6 @@
 """The classic group protocol as a symbolic transition system (the encoding the protocol proofs use).
 
-This is ``model.system`` -- coordinator (``model.coordinator``) + consumers (``model.member``) +
+This is ``model.system`` -- coordinator (``model.classic.coordinator``) + consumers (``model.classic.member``) +
 network (``model.network``) -- abstracted into a form Z3 can reason about for *any* number of
 consumers and partitions.
 
@@ -22,7 +22,7 @@ pending member), ``stored(k,p)`` (``Member.assignment``), ``claim(k,p)`` and ``c
 owned partitions and generation in k's JoinGroup metadata), ``awJ(k)`` / ``awS(k)`` (parked
 JoinGroup / SyncGroup), ``lead(k)``.
 
-Consumer (``model.member.Member``): ``alive``, ``cst`` (MemberState), ``fut`` (the JoinGroup ->
+Consumer (``model.classic.member.Member``): ``alive``, ``cst`` (MemberState), ``fut`` (the JoinGroup ->
 SyncGroup future: None / Join / Sync / Succeeded / Failed), ``cgen`` (generation id, -1 = none),
 ``hasId``, ``np`` (``needs_join_prepare``), ``jres(k,p)`` (the assignment of a succeeded future),
 ``owns(k,p)`` (``Member.owned``), and the configuration ``static(k)``, ``inst(k)``, ``coop(k)``.
@@ -628,7 +628,7 @@ def _member_entry(s: State, k: Z, claim: Callable[[Z], Z], claim_gen: Z) -> dict
 
 @action("coordinator-join-new-dynamic", "coordinator",
         "JoinGroup with no member id from a dynamic member: a new pending member id, answered "
-        "MEMBER_ID_REQUIRED (KIP-394; coordinator_join.join_new_member)")
+        "MEMBER_ID_REQUIRED (KIP-394; coordinator.join.join_new_member)")
 def co_join_new_dynamic(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     return z3.And(
         join_deliverable(s, k), z3.Not(s.rqHasId(k)), z3.Not(s.static(k)),
@@ -658,7 +658,7 @@ def co_join_member(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[st
 
 @action("coordinator-join-current", "coordinator",
         "JoinGroup from a known member with unchanged metadata in CompletingRebalance, or from a follower in "
-        "Stable: answered at once with the current generation (coordinator_join.join_existing_member)")
+        "Stable: answered at once with the current generation (coordinator.join.join_existing_member)")
 def co_join_current(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     same = z3.And(u.forall([u.P], lambda p: s.rqClaim(k, p) == s.claim(k, p)), s.rqGen(k) == s.claimGen(k))
@@ -723,7 +723,7 @@ def co_static_replace(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset
         "member); another generation -> ILLEGAL_GENERATION; PreparingRebalance -> REBALANCE_IN_PROGRESS; "
         "CompletingRebalance parks it, and the leader's stores its assignment, answers every parked "
         "SyncGroup and makes the group Stable; Stable answers with the stored assignment "
-        "(coordinator_requests.handle_sync_group)")
+        "(coordinator.requests.handle_sync_group)")
 def co_sync(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     f = z3.BoolVal(False)
@@ -821,7 +821,7 @@ def _removal(s: State, k: Z, c: Z) -> dict[str, Any]:
         "generation it had when it sent it): not a member -> UNKNOWN_MEMBER_ID (FENCED_INSTANCE_ID for a "
         "replaced static member); a generation other than the group's -> ILLEGAL_GENERATION (skipped by the "
         "commit-old-generation mutant); CompletingRebalance -> REBALANCE_IN_PROGRESS; else accepted "
-        "(coordinator_validation.validate_offset_commit)")
+        "(coordinator.validation.validate_offset_commit)")
 def co_offset_commit(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     member = z3.And(s.inG(k), s.gst != EMPTY)
     generation_ok = z3.Or(s.cqGen(k) == s.ggen, z3.BoolVal("commit-old-generation" in mutants))
@@ -880,7 +880,7 @@ def co_prepare_rebalance(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozen
 @action("coordinator-complete-join", "coordinator",
         "the join phase completes (everyone rejoined, or the join timer fired): dynamic members that did not "
         "rejoin are removed, the leader is kept or re-elected among those that did, the generation goes up, "
-        "the protocol is chosen and every parked JoinGroup is answered (coordinator_rebalance.complete_join)")
+        "the protocol is chosen and every parked JoinGroup is answered (coordinator.rebalance.complete_join)")
 def co_complete_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     f, tr = z3.BoolVal(False), z3.BoolVal(True)

@@ -31,9 +31,9 @@ from typing import Any
 
 import z3
 
-from model import coordinator as co
-from model import member as mb
 from model import system as sy
+from model.classic import coordinator as co
+from model.classic import member as mb
 from model.messages import (
     HeartbeatRequest,
     HeartbeatResponse,

@@ -1,4 +1,4 @@
-"""The consumer side (model/member.py), one reaction at a time, against what Kafka's
+"""The consumer side (model/classic/member/__init__.py), one reaction at a time, against what Kafka's
 AbstractCoordinator / ConsumerCoordinator (4.1) do."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from model import events as ev
-from model import member as mb
-from model.member import Generation, JoinFuture, Member, MemberState
+from model.classic import member as mb
+from model.classic.member import Generation, JoinFuture, Member, MemberState
 from model.messages import (
     ConsumerProtocolSubscription,
     Errors,

@@ -14,9 +14,9 @@ from collections import Counter
 
 import pytest
 
-from model import coordinator as co
 from model import events as ev
 from model import system as sy
+from model.classic import coordinator as co
 from model.invariants.protocol import Monitor
 
 ASSIGNOR_LISTS = (("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",), ("cooperative-sticky", "range"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from model import coordinator as co
 from model import events as ev
 from model import system as sy
+from model.classic import coordinator as co
 from model.invariants.protocol import settled
 from model.messages import Errors, JoinGroupRequest, JoinGroupResponse
 from model.scenario import parse
@@ -276,7 +276,7 @@ def test_a_static_leader_restarted_after_new_partitions_never_assigns_them() -> 
 def test_converges_fails_for_a_group_that_keeps_rebalancing(monkeypatch: pytest.MonkeyPatch, producing: bool) -> None:
     """The bounded property can fail: a member that asks to rejoin after every heartbeat never lets
     the group settle. A producer appending every 200 ms is no disturbance: it must not hide that."""
-    from model import member as mb
+    from model.classic import member as mb
     original = mb._on_heartbeat_response
 
     def restless(m: mb.Member, r: object, now: int) -> tuple[object, ...]:
@@ -292,7 +292,7 @@ def test_converges_fails_for_a_group_that_keeps_rebalancing(monkeypatch: pytest.
 
 
 def test_a_rebalance_loop_that_takes_no_time_is_reported_not_run_forever(monkeypatch: pytest.MonkeyPatch) -> None:
-    from model import member as mb
+    from model.classic import member as mb
     original = mb._on_join_complete
 
     def restless(m: mb.Member, assignment: tuple[object, ...], now: int, events: list[dict[str, object]],

@@ -12,8 +12,7 @@ from typing import Any
 
 from model import consumption as cs
 from model import events as ev
-from model.consumption import Log
-from model.member_state import (
+from model.classic.member.state import (
     _RETRIABLE,
     Event,
     Generation,
@@ -29,6 +28,7 @@ from model.member_state import (
     _with,
     member_event,
 )
+from model.consumption import Log
 from model.messages import (
     Errors,
     OffsetCommitRequest,

@@ -3,14 +3,14 @@
 What a Kafka consumer does to stay in a group (Apache Kafka 4.1, clients/.../consumer/internals/
 ``AbstractCoordinator`` and ``ConsumerCoordinator``), as pure functions on a frozen :class:`Member`.
 
-The model is split the way Kafka's classes split the consumer: ``model.member_state`` (the record and
+The model is split the way Kafka's classes split the consumer: ``model.classic.member.state`` (the record and
 the state changes of ``AbstractCoordinator``: generation, member state, join future, rejoin/reset,
-coordinator lookup), ``model.member_subscription`` (``SubscriptionState`` and ``ConsumerMetadata``),
-``model.member_heartbeat`` (``HeartbeatThread`` and ``Heartbeat``), ``model.member_consumption``
+coordinator lookup), ``model.classic.member.subscription`` (``SubscriptionState`` and ``ConsumerMetadata``),
+``model.classic.member.heartbeat`` (``HeartbeatThread`` and ``Heartbeat``), ``model.classic.member.consumption``
 (records and offset commits), and this module, the ``ConsumerCoordinator`` itself: ``poll()`` and
 ``joinGroupIfNeeded``, ``onJoinPrepare`` / ``onJoinComplete`` and the callbacks, the leader's
 assignment, the JoinGroup / SyncGroup handlers, ``close()``. This module is the public face: it
-re-exports what the others define (``__all__``), so ``model.member`` is all a caller imports.
+re-exports what the others define (``__all__``), so ``model.classic.member`` is all a caller imports.
 
 **Two threads.** A ``KafkaConsumer`` has an *application thread*, which calls ``poll()``, and a
 *heartbeat thread*. Joining, the rebalance callbacks (``onJoinPrepare``, ``onJoinComplete``) and
@@ -109,8 +109,7 @@ from model import consumption as cs
 from model import events as ev
 from model.assignors import assign as run_assignor
 from model.assignors.sticky_claims import StickyAssignorFailure
-from model.consumption import Log
-from model.member_consumption import (
+from model.classic.member.consumption import (
     _commit_owned,
     _in_group,
     _on_offset_commit_response,
@@ -119,7 +118,7 @@ from model.member_consumption import (
     _poll_records,
     _send_commit,
 )
-from model.member_heartbeat import (
+from model.classic.member.heartbeat import (
     _on_find_coordinator_response,
     _on_heartbeat_response,
     can_receive,
@@ -128,7 +127,7 @@ from model.member_heartbeat import (
     maybe_leave_group,
     poll_deadline,
 )
-from model.member_state import (
+from model.classic.member.state import (
     DEFAULT_ASSIGNORS,
     DEFAULT_HEARTBEAT_INTERVAL_MS,
     DEFAULT_MAX_POLL_INTERVAL_MS,
@@ -166,7 +165,7 @@ from model.member_state import (
     rebalance_protocol,
     start,
 )
-from model.member_subscription import (
+from model.classic.member.subscription import (
     _group_topics,
     _metadata_for_assignment,
     _snapshot,
@@ -176,6 +175,7 @@ from model.member_subscription import (
     subscribe,
     subscription_of,
 )
+from model.consumption import Log
 from model.messages import (
     NO_GENERATION as NO_GENERATION_ID,
 )
@@ -197,7 +197,7 @@ from model.messages import (
 )
 from model.types import RebalanceProtocol, TopicPartition
 
-# What model.member offers: its own functions and those of the modules it is split into.
+# What model.classic.member offers: its own functions and those of the modules it is split into.
 __all__ = [
     "Assignment",
     "DEFAULT_ASSIGNORS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from model.member_state import (
+from model.classic.member.state import (
     Member,
     Metadata,
     _with,

@@ -9,7 +9,7 @@ reads the socket while the application is stalled (:func:`can_receive`).
 
 from __future__ import annotations
 
-from model.member_state import (
+from model.classic.member.state import (
     Member,
     MemberState,
     Output,

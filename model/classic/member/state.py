@@ -4,9 +4,9 @@ The frozen :class:`Member` record of one consumer process incarnation, its confi
 (``GroupRebalanceConfig``), ``MemberState``, ``Generation``, the join future and what it holds, and the
 state changes every part of the consumer uses: ``requestRejoin``, ``resetStateAndRejoin``,
 ``markCoordinatorUnknown`` / ``lookupCoordinator``, and a fatal error thrown out of ``poll()``. The
-behaviour is in ``model.member`` (the ``ConsumerCoordinator``: poll, join, callbacks, responses),
-``model.member_heartbeat`` (the heartbeat thread), ``model.member_subscription`` (subscription and
-metadata) and ``model.member_consumption`` (records and offset commits); ``model.member`` is the
+behaviour is in ``model.classic.member`` (the ``ConsumerCoordinator``: poll, join, callbacks, responses),
+``model.classic.member.heartbeat`` (the heartbeat thread), ``model.classic.member.subscription`` (subscription and
+metadata) and ``model.classic.member.consumption`` (records and offset commits); ``model.classic.member`` is the
 public face and re-exports all of it.
 """
 
