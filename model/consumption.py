@@ -1,6 +1,6 @@
 """What a consumer does with records: fetch positions, polls, processing, and which offsets it commits.
 
-The group protocol (``model.member``) decides which partitions a member owns; this module decides
+The group protocol (``model.classic.member``) decides which partitions a member owns; this module decides
 what it reads from them and what it tells the coordinator it has read. It is the record side of
 ``KafkaConsumer`` (Apache Kafka 4.1, clients/.../consumer/internals/``SubscriptionState``,
 ``ConsumerCoordinator``, ``Fetcher``), as pure functions on a frozen :class:`Consumption`.

@@ -37,21 +37,21 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant(
             "stale-owned-after-sync-rebalance",
-            "model.member",
+            "model.classic.member",
             "after SyncGroup fails with REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION the member "
             "rejoins claiming its old owned partitions with the current generation",
             "KAFKA-13419",
         ),
         Mutant(
             "commit-old-generation",
-            "model.coordinator",
+            "model.classic.coordinator",
             "the coordinator accepts OffsetCommit from a member whose generation is not the "
             "group's current generation",
             "GroupMetadataManager / OffsetMetadataManager validateOffsetCommit (ILLEGAL_GENERATION)",
         ),
         Mutant(
             "static-rejoin-rebalances",
-            "model.coordinator",
+            "model.classic.coordinator",
             "a known static member rejoining a Stable group always triggers a rebalance",
             "KIP-345; updateStaticMemberAndRebalance",
         ),

@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from model import consumption as cs
-from model import coordinator as co
-from model import member as mb
 from model.assignors import ASSIGNORS
+from model.classic import coordinator as co
+from model.classic import member as mb
 from model.system import (
     CoordinatorFails,
     CoordinatorMoves,
@@ -54,7 +54,7 @@ DELIVERY_KEYS = ("auto_offset_reset", "auto_commit_interval_ms", "max_poll_recor
                  "processing", "processing_ms")
 CONFIG_KEYS = ("group_id", "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
                "initial_rebalance_delay_ms", "max_poll_interval_ms", "enable_auto_commit", *DELIVERY_KEYS,
-               "brokers")
+               "brokers", "metadata_max_age_ms")
 
 # action -> (required fields, optional fields), besides "at" and "do"
 STEP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -207,7 +207,8 @@ def _parse_config(value: Any) -> SystemConfig:
                             f"must be lower than session_timeout_ms ({heartbeat} >= {session}), as the "
                             "consumer requires (Heartbeat's constructor)")
     brokers = _setting(value, "brokers", 3, 1)
-    return SystemConfig(coordinator=co.CoordinatorConfig(group_id=group_id, initial_rebalance_delay_ms=delay),
+    metadata_max_age = _setting(value, "metadata_max_age_ms", mb.DEFAULT_METADATA_MAX_AGE_MS, 1)
+    return SystemConfig(metadata_max_age_ms=metadata_max_age, coordinator=co.CoordinatorConfig(group_id=group_id, initial_rebalance_delay_ms=delay),
                         session_timeout_ms=session, rebalance_timeout_ms=rebalance_ms,
                         heartbeat_interval_ms=heartbeat, max_poll_interval_ms=max_poll_ms,
                         auto_commit=auto_commit, delivery=_parse_delivery(value, auto_commit), brokers=brokers)

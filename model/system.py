@@ -1,13 +1,14 @@
 """A consumer group as one transition system: coordinator + members + network + clock.
 
 A state (:class:`SystemState`) is a frozen value: the time, the coordinator's group
-(``model.coordinator``), every consumer process (its configuration and, while it runs, its
-``model.member.Member``), the messages in flight (``model.network``), and the cluster metadata
+(``model.classic.coordinator``), every consumer process (its configuration and, while it runs, its
+``model.classic.member.Member``), the messages in flight (``model.network``), and the cluster metadata
 (partition counts). Its transitions are a closed set of small actions, named actor + verb + object:
 
 system actions, which happen by themselves --
 
-* :class:`DeliverRequest` -- the coordinator handles the oldest request of one connection;
+* :class:`DeliverRequest` -- the coordinator handles the oldest request of one connection, unless
+  that connection is muted (:func:`muted`: a JoinGroup or SyncGroup of it is parked in the group);
 * :class:`DeliverResponse` -- a member handles the oldest response of its connection (only while
   one of its threads reads the socket: ``member.can_receive``);
 * :class:`MemberPolls` -- a member's application thread calls ``poll()`` and has something to do;
@@ -30,13 +31,13 @@ faults and operator actions, which the environment chooses --
 
 **The coordinator's home** (:class:`CoordinatorHome`): the group's coordinator is the leader of
 partition ``abs(hash(group.id)) % offsets.topic.num.partitions`` of ``__consumer_offsets``
-(``model.coordinator_home``). The model has ``brokers`` brokers, ids 0..n-1; the partition's first
+(``model.classic.coordinator.home``). The model has ``brokers`` brokers, ids 0..n-1; the partition's first
 leader is ``partition % brokers`` and leadership moves to the next id. A group request that reaches a
 broker that is not the coordinator is answered NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while the
 partition has no leader) by that broker, at once; FindCoordinator is answered by any broker from its
 metadata. When leadership moves, the old coordinator unloads the group (its parked requests answered
 NOT_COORDINATOR), the requests still queued for it get the same answer, and the new leader loads the
-group from the log (``model.coordinator_load``). While the partition has no leader, nothing runs the
+group from the log (``model.classic.coordinator.load``). While the partition has no leader, nothing runs the
 group's timers.
 
 :func:`step` is pure and guard-first: it returns ``(next state, events)``, or None when the action is
@@ -47,7 +48,7 @@ time, and every timer that is due fires before the clock moves on. So ``ClockAdv
 only when no delivery, poll, heartbeat-thread step, resume or coordinator timer is enabled, and
 it moves at most to the next deadline. Among the actions enabled at one instant the order is free
 (that is the system's non-determinism), with one rule: a coordinator timer due now fires before
-the coordinator handles a request at now (``model.coordinator.expire``'s contract).
+the coordinator handles a request at now (``model.classic.coordinator.expire``'s contract).
 
 **Trace events** are the members' (``partitions_assigned`` / ``_revoked`` / ``_lost``,
 ``group_joined``, ``group_synced``, ``startup_complete``, ``shutdown_complete``) and the
@@ -62,17 +63,17 @@ before ``#``, so member names contain no ``#``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import coordinator as co
 from model import events as ev
-from model import member as mb
+from model.classic import coordinator as co
+from model.classic import member as mb
+from model.classic.coordinator.home import coordinator_partition
+from model.classic.member import Member, MemberConfig, Metadata
 from model.consumption import DeliveryConfig, Log
-from model.coordinator_home import coordinator_partition
-from model.member import Member, MemberConfig, Metadata
-from model.messages import Errors, FindCoordinatorRequest, FindCoordinatorResponse, Request
-from model.network import Network
+from model.messages import Errors, FindCoordinatorRequest, FindCoordinatorResponse, Request, SyncGroupResponse
+from model.network import Disconnect, Network
 from model.system_evolve import evolver
 from model.types import TopicPartition
 
@@ -222,13 +223,14 @@ class SystemConfig:
     delivery: DeliveryConfig | None = None  # records, positions and commits (None: group membership only)
     brokers: int = 3
     mutants: frozenset[str] = frozenset()
+    metadata_max_age_ms: int = mb.DEFAULT_METADATA_MAX_AGE_MS  # metadata.max.age.ms of every consumer
 
     def member_config(self, name: str, assignors: tuple[str, ...], instance_id: str | None) -> MemberConfig:
         return mb.member_config(
             name, assignors, instance_id=instance_id, session_timeout_ms=self.session_timeout_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms, heartbeat_interval_ms=self.heartbeat_interval_ms,
             max_poll_interval_ms=self.max_poll_interval_ms, group_id=self.coordinator.group_id,
-            auto_commit=self.auto_commit, delivery=self.delivery)
+            auto_commit=self.auto_commit, delivery=self.delivery, metadata_max_age_ms=self.metadata_max_age_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +331,18 @@ def _put_member(state: SystemState, m: Member) -> SystemState:
 # -- what is enabled -----------------------------------------------------------------------------
 
 
+def muted(group: co.Group, network: Network | None = None) -> frozenset[str]:
+    """The connections the coordinator's broker reads nothing from: those with a JoinGroup or SyncGroup
+    parked in the group. Kafka's ``SocketServer`` mutes a connection once it has read a request and
+    unmutes it only when that request's response is sent (``Processor``: ``mute`` after a receive,
+    ``unmute`` in ``processCompletedSends``), and ``GroupMetadataManager`` relies on it while it
+    parks a JoinGroup / SyncGroup (``awaitingJoinFuture`` / ``awaitingSyncFuture``). The requests a
+    muted connection sent meanwhile (a LeaveGroup on close, heartbeats, commits) wait behind it."""
+    parked = frozenset(c for m in group.members for c in (m.awaiting_join, m.awaiting_sync) if c is not None)
+    # a SyncGroup left parked by a consumer that disconnected mutes its old socket, not the new one
+    return parked - network.orphaned if network is not None and network.orphaned else parked
+
+
 def coordinator_deadline(state: SystemState) -> int | None:
     """When the coordinator side next acts: a group timer, or, while the group's partition has no
     leader, the election (no timers run then)."""
@@ -362,7 +376,8 @@ def urgent_actions(state: SystemState) -> list[SystemAction]:
     if coordinator_due(state):
         actions.append(coordinator_action(state))
     else:
-        actions.extend(DeliverRequest(c) for c in state.network.request_conns())
+        quiet = muted(state.group, state.network)
+        actions.extend(DeliverRequest(c) for c in state.network.request_conns() if c not in quiet)
     for conn in state.network.response_conns():
         m = member_by_conn(state, conn)
         if m is not None and mb.can_receive(m):
@@ -436,10 +451,13 @@ def _not_coordinator(home: CoordinatorHome) -> Errors:
     return Errors.COORDINATOR_NOT_AVAILABLE if home.leader is None else Errors.NOT_COORDINATOR
 
 
-def _send(network: Network, home: CoordinatorHome, m: Member, requests: tuple[Request, ...]) -> Network:
+def _send(network: Network, home: CoordinatorHome, m: Member, requests: tuple[Request | Disconnect, ...]) -> Network:
     """Queue what ``m`` sent. A group request sent to a broker that is not the coordinator is
-    answered at once by that broker (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE)."""
+    answered at once by that broker (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE). (A
+    :class:`Disconnect` is handled by :func:`_with_member` before.)"""
     for r in requests:
+        if isinstance(r, Disconnect):
+            continue
         if isinstance(r, FindCoordinatorRequest) or m.coordinator_node == home.leader:
             network = network.send_request(m.conn, r)
         else:
@@ -447,11 +465,29 @@ def _send(network: Network, home: CoordinatorHome, m: Member, requests: tuple[Re
     return network
 
 
-def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...],
+def _disconnect(state: SystemState, network: Network, conn: str) -> Network:
+    """A consumer drops its connection to the coordinator (:class:`model.network.Disconnect`): every
+    request it had in flight fails on its side as a DisconnectException, which its handlers treat as
+    COORDINATOR_NOT_AVAILABLE (a retriable error; ``CoordinatorResponseHandler.onFailure``). The
+    coordinator keeps a SyncGroup it holds parked; its answer goes to the old socket."""
+    gone = Errors.COORDINATOR_NOT_AVAILABLE
+    answered = tuple(r if isinstance(r, FindCoordinatorResponse) else replace(r, error=gone)
+                     for r in network.responses_for(conn))
+    parked_sync = any(cm.awaiting_sync == conn for cm in state.group.members) and conn not in network.orphaned
+    parked = (SyncGroupResponse(gone),) if parked_sync else ()
+    queued = tuple(co.error_response(r, gone) for r in network.requests_for(conn)
+                   if not isinstance(r, FindCoordinatorRequest))
+    return network.disconnect(conn, answered + parked + queued, parked_sync)
+
+
+def _with_member(state: SystemState, m: Member, requests: tuple[Request | Disconnect, ...],
                  network: Network | None = None) -> SystemState:
     """Store the member's new state and queue what it sent on ``network`` (default: the state's);
     a member that died closes its connection, and its process is down."""
-    network = _send(state.network if network is None else network, state.home, m, requests)
+    network = state.network if network is None else network
+    if any(isinstance(r, Disconnect) for r in requests):
+        network = _disconnect(state, network, m.conn)
+    network = _send(network, state.home, m, requests)
     p = process(state, m.name)
     assert p is not None
     if m.fatal is None:
@@ -463,7 +499,8 @@ def _with_member(state: SystemState, m: Member, requests: tuple[Request, ...],
 
 
 def _deliver_request(state: SystemState, a: DeliverRequest, config: SystemConfig, trusted: bool = False) -> Result:
-    if state.network.head_request(a.conn) is None or (not trusted and coordinator_due(state)):
+    if state.network.head_request(a.conn) is None or (not trusted and coordinator_due(state)) \
+            or a.conn in muted(state.group, state.network):
         return None
     network, request = state.network.pop_request(a.conn)
     if isinstance(request, FindCoordinatorRequest):  # any broker answers from its metadata
@@ -581,34 +618,42 @@ def _member_leaves(state: SystemState, a: MemberLeaves, config: SystemConfig, tr
     p = process(state, a.member)
     if p is None or p.member is None:
         return None
-    m, requests, events = mb.close(p.member, state.now)
+    m, requests, committed = mb.close_commit(p.member, state.now)
+    if requests:  # maybeAutoCommitOffsetsSync waits for the answer before onLeavePrepare
+        state = _state(state, network=_send(state.network, state.home, m, requests))
+        state, m, answered = _await_pending(state, m, config)
+        committed += answered
+    m, requests, events = mb.close(m, state.now)
+    events = committed + events
     state = _state(state, network=_send(state.network, state.home, m, requests))
     if m.consumption is not None:
-        state, answered = _await_pending(state, m, config)
+        state, m, answered = _await_pending(state, m, config)
         events = events[:-1] + answered + events[-1:]  # shutdown_complete stays last
     network = state.network.close(m.conn, drop_requests=False)
     state = _put_process(state, a.member, _process(p, member=None, topics=m.subscription))
     return _state(state, network=network), events
 
 
-def _await_pending(state: SystemState, m: Member, config: SystemConfig) -> tuple[SystemState, tuple[Event, ...]]:
+def _await_pending(state: SystemState, m: Member, config: SystemConfig) -> tuple[SystemState, Member, tuple[Event, ...]]:
     """``KafkaConsumer.close`` waits for the answers to what it sent (``maybeAutoCommitOffsetsSync``,
     ``awaitPendingRequests``): the coordinator handles the closing member's queued requests in
-    order (its due timers first), and the member reads the answers, so a commit made on close is in
-    the trace. Used with records; without them the answers only matter to the group, which handles
-    the requests as before, at any later point."""
+    order (its due timers first), and the member reads the answers (returned as it is after them),
+    so a commit made on close is in the trace. Requests behind a parked JoinGroup / SyncGroup wait
+    (:func:`muted`). Used for the commit of ``close()`` always, and with records for everything
+    else; without records the other answers only matter to the group, which handles the requests
+    as before, at any later point."""
     events: list[Event] = []
     while True:
         if state.home.leader is not None and coordinator_due(state):
             result = _coordinator_timer_fires(state, CoordinatorTimerFires(), config)
-        elif state.network.head_request(m.conn) is not None:
+        elif state.network.head_request(m.conn) is not None and m.conn not in muted(state.group, state.network):
             result = _deliver_request(state, DeliverRequest(m.conn), config, trusted=True)
         elif state.network.head_response(m.conn) is not None:
             network, response = state.network.pop_response(m.conn)
             m, _, answered = mb.receive(m, response, state.now, state.metadata, config.mutants, state.log)
             result = _state(state, network=network), answered
         else:
-            return state, tuple(events)
+            return state, m, tuple(events)
         assert result is not None
         state, emitted = result
         events.extend(emitted)

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import member as mb
 from model import system as sy
+from model.classic import member as mb
 from model.scenario import Scenario
 from model.system import Action, SystemConfig, SystemState
 
@@ -124,10 +124,11 @@ class Scheduler:
         self._seen: dict[str, mb.Member] = {}  # the member value each entry below was computed from
         self._work: set[str] = set()  # members whose poll() has something to do
         self._local = _Timers()  # each member's next heartbeat-thread step or end of a stall
-        self._polls = _Timers()  # each member's next poll work that waits for a time (model.member.poll_due)
+        self._polls = _Timers()  # each member's next poll work that waits for a time (model.classic.member.poll_due)
         self._readable: dict[str, str] = {}  # member -> its connection, while a thread reads that socket
         self._readable_conns: set[str] = set()  # the values of ``_readable``
         self._group: tuple[object, object, int | None] = (None, None, None)
+        self._muted: tuple[object, object, frozenset[str]] = (None, None, frozenset())
 
     def _refresh(self, state: SystemState, touched: str | None = None) -> None:
         processes = state.processes
@@ -199,6 +200,13 @@ class Scheduler:
             self._group = (state.group, state.home, deadline)
         return deadline
 
+    def muted(self, state: SystemState) -> frozenset[str]:
+        """``model.system.muted`` of the state, computed once per group value (and set of orphaned
+        SyncGroups)."""
+        if self._muted[0] is not state.group or self._muted[1] is not state.network.orphaned:
+            self._muted = (state.group, state.network.orphaned, sy.muted(state.group, state.network))
+        return self._muted[2]
+
     def choose(self, state: SystemState, touched: str | None = None) -> Action | None:
         """The next action in ``state``. ``touched``: the only member whose process may differ
         from the state of the previous call (see :func:`touched`); None when unknown."""
@@ -220,6 +228,10 @@ class Scheduler:
             return sy.coordinator_action(state)
         network = state.network
         requests = network.requests
+        if requests:
+            quiet = self.muted(state)
+            if quiet:
+                requests = tuple(entry for entry in requests if entry[0] not in quiet)
         readable = self._readable_conns
         responses = [conn for conn, _ in network.responses if conn in readable]
         count = len(requests) + len(responses)

@@ -24,7 +24,7 @@ v1/v2, KIP-429 / KIP-792); the eager ``StickyAssignor.memberData`` reads the sam
 the assignor's own ``userData`` (its last assignment and that assignment's generation), because
 an eager member has revoked everything before it joins. In this model both assignors read
 :attr:`Subscription.owned` and :attr:`Subscription.generation`: whoever builds the subscription
-(``model.member``) puts there what the real client would have sent in the place its assignor
+(``model.classic.member``) puts there what the real client would have sent in the place its assignor
 reads. A generation below 0 means "none" (Java: ``Optional.empty()``, and ``Subscription``'s
 constructor maps any negative generation to empty), which every rule treats as -1.
 

@@ -38,15 +38,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from model import coordinator as co
 from model import events as ev
-from model import member as mb
 from model import system as sy
 from model.assignors import assign as run_assignor
 from model.assignors.sticky_claims import StickyAssignorFailure
+from model.classic import coordinator as co
+from model.classic import member as mb
+from model.classic.member import Member, MemberState
 from model.invariants import assignment as asg
 from model.invariants import delivery as dl
-from model.member import Member, MemberState
 from model.messages import (
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
@@ -209,7 +209,8 @@ def settled(state: SystemState) -> bool:
         if m.stalled or m.state is not MemberState.STABLE or m.join is not mb.JoinFuture.NONE \
                 or m.coordinator_node != state.home.leader:  # it still has to find its coordinator
             return False
-        if m.generation.generation_id != group.generation or mb.poll_has_work(m, state.metadata):
+        if m.generation.generation_id != group.generation or mb.poll_has_work(m, state.metadata) \
+                or m.rejoin_not_before is not None:  # a rejoin waiting for its round trip
             return False
         stored = stored_by_id.get(m.generation.member_id)
         if stored is None or frozenset(stored) != m.owned:
@@ -239,14 +240,17 @@ def _quiet_except(state: SystemState, name: str) -> bool:
 
 def complete(state: SystemState) -> list[Violation]:
     """``complete``: in a settled state every partition of every topic some running member
-    subscribes to (and that exists) is owned."""
+    subscribes to (and that exists, as far as the leader's metadata snapshot knows) is owned.
+    Partitions added since the leader's last refresh (``metadata.max.age.ms``) wait for it in
+    Kafka too: a group is Stable with them unowned for up to that long."""
     return _unowned(state) if settled(state) else []
 
 
 def _unowned(state: SystemState) -> list[Violation]:
     """:func:`complete` for a state known to be settled."""
     topics = sorted({t for m in sy.running(state) for t in m.subscription})
-    wanted = mb.partitions_of(state.metadata, tuple(topics))
+    leader = next((m for m in sy.running(state) if m.is_leader), None)
+    wanted = mb.partitions_of(state.metadata if leader is None else leader.metadata, tuple(topics))
     owned = frozenset(tp for m in sy.running(state) for tp in m.owned)
     missing = tuple(sorted(wanted - owned))
     if not missing:
@@ -420,14 +424,20 @@ _DISTURBING = (*sy.GROUP_FAULTS, sy.MemberResumes)
 
 def _disturbed(before: SystemState, action: Action, after: SystemState, events: tuple[Event, ...]) -> bool:
     """Is this transition a *disturbance* for ``converges``: a fault or operator action other than
-    producing records, a stalled member coming back or leaving on its poll timeout, or any change of
-    the coordinator's membership (a member added, removed or replaced, a subscription changed)?"""
+    producing records, a stalled member coming back or leaving on its poll timeout, a leader seeing
+    changed metadata at its refresh (``metadata.max.age.ms``: Kafka's group learns of added
+    partitions only then), or any change of the coordinator's membership (a member added, removed
+    or replaced, a subscription changed)?"""
     if isinstance(action, _DISTURBING):
         return True
     if isinstance(action, sy.HeartbeatThreadRuns):
         m, n = sy.running_member(before, action.member), sy.running_member(after, action.member)
         if m is not None and n is not None and n.generation.has_reset() and not m.generation.has_reset():
             return True  # the poll timeout made it leave
+    if isinstance(action, sy.MemberPolls):
+        m, n = sy.running_member(before, action.member), sy.running_member(after, action.member)
+        if m is not None and n is not None and m.assignment_snapshot is not None and m.metadata != n.metadata:
+            return True  # the leader's metadata refresh brought news (partitions added since its last one)
     if isinstance(action, sy.DeliverRequest | sy.CoordinatorTimerFires):
         old, new = before.group.members, after.group.members
         if old is new:
@@ -710,7 +720,9 @@ class Monitor:
                 or r.skip_assignment or r.protocol_name is None:
             return []
         subscriptions = [mb.subscription_of(jm) for jm in r.members]
-        problem = asg.AssignmentProblem.of(dict(before.metadata), subscriptions)
+        leader = sy.member_by_conn(before, action.conn)
+        known = before.metadata if leader is None else mb.leader_metadata(leader, r, before.now, before.metadata)
+        problem = asg.AssignmentProblem.of(dict(known), subscriptions)
         try:
             result = run_assignor(r.protocol_name, problem.partitions_per_topic, subscriptions,
                                   mutants=self.config.mutants)

@@ -29,10 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from model import coordinator as co
 from model import events as ev
-from model import member as mb
 from model import system as sy
+from model.classic import coordinator as co
+from model.classic import member as mb
 from model.messages import (
     NO_GENERATION,
     Errors,
@@ -343,11 +343,12 @@ def valuation(state: sy.SystemState, tracker: Tracker, ks: list[str], ps: list[s
             v.put("cgen", (k,), m.generation.generation_id)
             v.put("hasId", (k,), bool(m.generation.member_id))
             v.put("np", (k,), m.needs_join_prepare)
+            v.put("pcDone", (k,), m.prepare_commit is mb.JoinPrepareCommit.DONE)
             owned = {tp_name(tp) for tp in m.owned}
             for p in ps:
                 v.put("owns", (k, p), p in owned)
-            if m.join is mb.JoinFuture.SUCCEEDED and isinstance(m.join_result, tuple):
-                res = {tp_name(tp) for tp in m.join_result}
+            if m.join is mb.JoinFuture.SUCCEEDED and isinstance(m.join_result, mb.Assignment):
+                res = {tp_name(tp) for tp in m.join_result.partitions}
                 for p in ps:
                     v.put("jres", (k, p), p in res)
             v.put("og", (k,), tracker.og.get(k, NO_GENERATION))

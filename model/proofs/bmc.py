@@ -29,9 +29,9 @@ from typing import Any
 
 import z3
 
-from model import coordinator as co
 from model import events as ev
 from model import system as sy
+from model.classic import coordinator as co
 from model.invariants import protocol as pinv
 from model.proofs import protocol_model as pm
 from model.proofs.core import Outcome, RunConfig, obligation, outcome

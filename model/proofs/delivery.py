@@ -2,7 +2,7 @@
 
 The protocol proofs (``model.proofs.protocol``) say who owns a partition; these say what happens
 to its records. The subject is ``model.consumption`` (positions, polls, the async worker, what is
-committed) as ``model.member`` drives it, and the coordinator's committed offsets
+committed) as ``model.classic.member`` drives it, and the coordinator's committed offsets
 (``Group.offsets``: ``handle_offset_commit`` stores, ``handle_offset_fetch`` answers).
 
 **The symbolic model.** One partition, seen by any number of consumers (an uninterpreted sort
@@ -24,7 +24,7 @@ committed) as ``model.member`` drives it, and the coordinator's committed offset
 The settings are symbolic too: ``enable.auto.commit``, async processing, ``auto.offset.reset``
 (earliest / latest / none) and ``max.poll.records`` >= 1 (:class:`Settings`).
 
-**Steps** (:data:`ACTIONS`), each the record-side effect of something in ``model.member`` /
+**Steps** (:data:`ACTIONS`), each the record-side effect of something in ``model.classic.member`` /
 ``model.consumption`` / the coordinator: records produced; the partition assigned; revoked or
 lost (the position goes with it: ``consumption.retain``); the consumer process stopping (crash,
 close, fatal error, restart); an OffsetFetch sent for an owned partition without a position; the
@@ -526,7 +526,7 @@ def _owned_only(f: Frame, a: Action) -> Any:
               "and loss drop the position first; commitSync in onPartitionsRevoked runs before); that a commit "
               "from an old generation is rejected is protocol-commit-fencing",
     source="ConsumerCoordinator.onJoinPrepare / invokePartitionsRevoked; SubscriptionState.allConsumed; "
-           "model.member._revoke / _send_commit",
+           "model.classic.member._revoke / _send_commit",
     assumptions=_ASSUMPTIONS,
 )
 def delivery_commit_owned_only(cfg: RunConfig) -> Outcome:

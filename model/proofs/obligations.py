@@ -28,7 +28,9 @@ ASSUMPTIONS: dict[str, Assumption] = {
         Assumption("fifo-per-connection",
                    "messages between a consumer and the coordinator are delivered reliably and in order per "
                    "connection; a crashed incarnation's queued requests and responses are dropped "
-                   "(model.network)"),
+                   "(model.network). The broker reads one request of a connection at a time (nothing behind a "
+                   "parked JoinGroup / SyncGroup is read until it is answered); the proofs do not need that: "
+                   "their relation delivers a connection's requests in order without it, which allows more"),
         Assumption("one-coordinator",
                    "the group has one coordinator that never moves, reloads or fails (no Dead state, no "
                    "NOT_COORDINATOR); every append to the group's log succeeds"),
@@ -52,7 +54,7 @@ ASSUMPTIONS: dict[str, Assumption] = {
         Assumption("no-racks",
                    "no consumer and no partition has a rack (KIP-881 rack-aware assignment is not covered)"),
         Assumption("no-commits",
-                   "the protocol proofs' consumers carry no record state (model.member without a delivery "
+                   "the protocol proofs' consumers carry no record state (model.classic.member without a delivery "
                    "configuration: their only OffsetCommits are the auto-commits before a rebalance and on close, "
                    "with a stand-in offset), so protocol-commit-fencing is proved for what the coordinator "
                    "accepts, whatever the offsets; positions, polls, processing, OffsetFetch and the offsets "

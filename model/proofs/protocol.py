@@ -261,7 +261,7 @@ _GROUPED = set(SINGLE_OWNER) | set(REVOKE_BEFORE_ASSIGN) | set(GENERATIONS) | se
 _REST = tuple(n for n in INVARIANTS if n not in _GROUPED)
 #: Bookkeeping about the consumer's JoinGroup/SyncGroup chain and its messages ...
 CHAINS = tuple(n for n in _REST if n in {
-    "futures-match-messages", "one-chain-message", "commit-goes-with-its-join", "joining-consumer-state",
+    "futures-match-messages", "one-chain-message", "commit-before-its-join", "joining-consumer-state",
     "unused-incarnations-idle", "alive-were-started", "generations-well-formed"})
 #: ... and about member entries, member ids and what a reset consumer still owns.
 MEMBERSHIP = tuple(n for n in _REST if n not in CHAINS)
@@ -271,7 +271,7 @@ MEMBERSHIP = tuple(n for n in _REST if n not in CHAINS)
     id="protocol-structure-chains", invariant="single-owner", scope="unbounded",
     statement="the bookkeeping the other protocol proofs rest on, part 1: each consumer has one "
               "JoinGroup/SyncGroup chain at a time and every message or answer of it has the future that waits "
-              "for it; an auto-commit travels ahead of the JoinGroup sent with it; consumer states match",
+              "for it; an auto-commit is answered before the JoinGroup goes out; consumer states match",
     source="AbstractCoordinator (joinFuture, MemberState, generationIfStable); ConsumerCoordinator.onJoinPrepare",
     assumptions=("fifo-per-connection", "one-coordinator", "timers-any-time"),
 )

@@ -278,13 +278,13 @@ INVARIANTS: dict[str, Inv] = {i.name: i for i in (
         lambda s: _k(s, lambda k: z3.Implies(s.alive(k), z3.And(
             z3.Implies(z3.Or(s.jreq(k), s.awJ(k), s.jrsp(k) != JR_NONE), s.fut(k) == F_JOIN),
             z3.Implies(z3.Or(s.sreq(k), s.awS(k), s.srsp(k) != SR_NONE), s.fut(k) == F_SYNC))))),
-    Inv("commit-goes-with-its-join",
-        "an OffsetCommit from onJoinPrepare, or its answer, is in flight only ahead of the JoinGroup sent "
-        "in the same poll(), which carries the same member id",
+    Inv("commit-before-its-join",
+        "an OffsetCommit of a live consumer, or its answer, is in flight only while no JoinGroup -> SyncGroup "
+        "chain of it is under way (onJoinPrepare waits for its auto-commit before the JoinGroup; close waits "
+        "for its commit), and never from a KIP-394 pending member",
         lambda s: _k(s, lambda k: z3.Implies(
             z3.And(s.alive(k), z3.Or(s.creq(k), s.crsp(k) != CR_NONE)),
-            z3.And(s.fut(k) == F_JOIN, s.rqHasId(k), z3.Not(s.pend(k)),
-                   z3.Implies(s.creq(k), z3.And(s.jreq(k), s.jrsp(k) == JR_NONE, z3.Not(s.awJ(k)))))))),
+            z3.And(z3.Or(s.fut(k) == F_NONE, s.fut(k) == F_SUCC), z3.Not(s.pend(k)))))),
     Inv("one-chain-message",
         "a consumer's JoinGroup is in flight, parked or answered -- one of these at a time -- and likewise "
         "its SyncGroup",

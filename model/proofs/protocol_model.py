@@ -1,6 +1,6 @@
 """The classic group protocol as a symbolic transition system (the encoding the protocol proofs use).
 
-This is ``model.system`` -- coordinator (``model.coordinator``) + consumers (``model.member``) +
+This is ``model.system`` -- coordinator (``model.classic.coordinator``) + consumers (``model.classic.member``) +
 network (``model.network``) -- abstracted into a form Z3 can reason about for *any* number of
 consumers and partitions.
 
@@ -22,7 +22,7 @@ pending member), ``stored(k,p)`` (``Member.assignment``), ``claim(k,p)`` and ``c
 owned partitions and generation in k's JoinGroup metadata), ``awJ(k)`` / ``awS(k)`` (parked
 JoinGroup / SyncGroup), ``lead(k)``.
 
-Consumer (``model.member.Member``): ``alive``, ``cst`` (MemberState), ``fut`` (the JoinGroup ->
+Consumer (``model.classic.member.Member``): ``alive``, ``cst`` (MemberState), ``fut`` (the JoinGroup ->
 SyncGroup future: None / Join / Sync / Succeeded / Failed), ``cgen`` (generation id, -1 = none),
 ``hasId``, ``np`` (``needs_join_prepare``), ``jres(k,p)`` (the assignment of a succeeded future),
 ``owns(k,p)`` (``Member.owned``), and the configuration ``static(k)``, ``inst(k)``, ``coop(k)``.
@@ -161,6 +161,7 @@ def _fields(s: Sorts) -> dict[str, tuple[Any, ...]]:
         # consumer
         "used": (K, B), "alive": (K, B), "cst": (K, CSt), "fut": (K, Fut), "cgen": (K, INT), "hasId": (K, B),
         "np": (K, B), "jres": (K, P, B), "owns": (K, P, B),
+        "pcDone": (K, B),  # onJoinPrepare's auto-commit was answered (JoinPrepareCommit.DONE)
         # network
         "jreq": (K, B), "rqClaim": (K, P, B), "rqGen": (K, INT), "rqHasId": (K, B),
         "jrsp": (K, JR), "rGen": (K, INT), "rLead": (K, B),
@@ -352,10 +353,32 @@ def poll_failed_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[
     return z3.And(s.alive(k), s.fut(k) == F_FAIL, frame(s, t, {"fut": at(k, F_NONE, s.fut)}))
 
 
+def _auto_commit(s: State, k: Z) -> Z:
+    """An auto-commit of what k owns would be sent: enabled, STABLE (``generationIfStable``), something
+    owned, and no commit of k in flight (its answer handled too)."""
+    u = s.sorts
+    return z3.And(s.alive(k), s.ac(k), s.cst(k) == C_STABLE, u.exists([u.P], lambda p: s.owns(k, p)),
+                  z3.Not(s.creq(k)), s.crsp(k) == CR_NONE)
+
+
+def _send_commit(s: State, k: Z) -> dict[str, Any]:
+    return {"creq": at(k, z3.BoolVal(True), s.creq), "cqGen": at(k, s.cgen(k), s.cqGen)}
+
+
+@action("poll-join-prepare-commit", "consumer",
+        "poll() needs to (re)join and onJoinPrepare sends its auto-commit, then returns false: the JoinGroup "
+        "waits for the commit's answer (member._on_join_prepare, ConsumerCoordinator.onJoinPrepare)")
+def poll_join_prepare_commit(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
+    return z3.And(_auto_commit(s, k), s.np(k), s.fut(k) == F_NONE, z3.Not(s.pcDone(k)),
+                  frame(s, t, _send_commit(s, k)))
+
+
 @action("poll-send-join", "consumer",
-        "poll() needs to (re)join: onJoinPrepare (lost if the generation or member id was reset; eager "
-        "revokes everything; cooperative revokes partitions of unsubscribed topics), then JoinGroup with "
-        "the owned partitions and generation as metadata (member._on_join_prepare, _send_join_group)")
+        "poll() needs to (re)join, with no commit of its own in flight or unanswered (onJoinPrepare's "
+        "auto-commit was answered first): onJoinPrepare's callbacks (lost if the generation or member id "
+        "was reset; eager revokes everything; cooperative revokes partitions of unsubscribed topics), then "
+        "JoinGroup with the owned partitions and generation as metadata (member._on_join_prepare, "
+        "_send_join_group)")
 def poll_send_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     drop = z3.Function(f"unsubscribed{t.tag}", u.P, B)  # partitions of topics it no longer subscribes to
@@ -367,13 +390,13 @@ def poll_send_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[st
         return z3.If(s.np(k), keep, s.owns(k, p))
 
     other_meta = z3.Function(f"metadata_owned{t.tag}", u.P, B)  # e.g. the sticky assignor's memory
-    # onJoinPrepare's auto-commit of what is owned, sent only while STABLE (_commit_owned)
-    commit = z3.And(s.np(k), s.ac(k), s.cst(k) == C_STABLE, u.exists([u.P], lambda p: s.owns(k, p)))
+    # onJoinPrepare sends its auto-commit first (poll-join-prepare-commit) unless it has none to send
+    would_commit = z3.And(s.np(k), s.ac(k), s.cst(k) == C_STABLE, u.exists([u.P], lambda p: s.owns(k, p)))
     return z3.And(
-        s.alive(k), s.fut(k) == F_NONE, z3.Not(s.jreq(k)), z3.Implies(commit, z3.Not(s.creq(k))),
+        s.alive(k), s.fut(k) == F_NONE, z3.Not(s.jreq(k)), z3.Not(s.creq(k)), s.crsp(k) == CR_NONE,
+        z3.Or(z3.Not(would_commit), s.pcDone(k)),
         frame(s, t, {
-            "creq": at(k, z3.Or(s.creq(k), commit), s.creq),
-            "cqGen": at(k, z3.If(commit, s.cgen(k), s.cqGen(k)), s.cqGen),
+            "pcDone": at(k, z3.BoolVal(False), s.pcDone),
             "owns": at2(k, owned_after, s.owns),
             "np": at(k, z3.BoolVal(False), s.np),
             "jreq": at(k, z3.BoolVal(True), s.jreq), "jFirst": at(k, z3.BoolVal(False), s.jFirst),
@@ -508,6 +531,7 @@ def start(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
             "used": at(k, z3.BoolVal(True), s.used), "alive": at(k, z3.BoolVal(True), s.alive),
             "cst": at(k, UNJOINED, s.cst), "fut": at(k, F_NONE, s.fut), "cgen": at(k, z3.IntVal(NO_GEN), s.cgen),
             "hasId": at(k, z3.BoolVal(False), s.hasId), "np": at(k, z3.BoolVal(True), s.np),
+            "pcDone": at(k, z3.BoolVal(False), s.pcDone),
             "owns": at2(k, lambda p: z3.BoolVal(False), s.owns),
             "jres": at2(k, lambda p: z3.BoolVal(False), s.jres),
             "og": at(k, z3.IntVal(NO_GEN), s.og), "rej": at(k, z3.IntVal(NO_GEN), s.rej),
@@ -528,19 +552,24 @@ def crash(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
         }))
 
 
+@action("close-commit", "fault",
+        "KafkaConsumer.close() first commits what is owned synchronously (maybeAutoCommitOffsetsSync); the "
+        "answer is handled (receive-commit-answer) before the rest of close (member.close_commit)")
+def close_commit(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
+    # a STABLE consumer has no JoinGroup/SyncGroup chain under way (its SyncGroup answer may await poll())
+    return z3.And(_auto_commit(s, k), z3.Or(s.fut(k) == F_NONE, s.fut(k) == F_SUCC), frame(s, t, _send_commit(s, k)))
+
+
 @action("close", "fault",
-        "KafkaConsumer.close(): revoked or lost callbacks, LeaveGroup from a dynamic member that is in the "
-        "group, and the process ends; its queued requests still go out (member.close)")
+        "KafkaConsumer.close() after its commit was answered: revoked or lost callbacks, LeaveGroup from a "
+        "dynamic member that is in the group, and the process ends; its queued requests still go out "
+        "(member.close)")
 def close(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     f = z3.BoolVal(False)
-    u = s.sorts
     leave = z3.And(s.cst(k) != UNJOINED, s.hasId(k), z3.Not(s.static(k)))
-    commit = z3.And(s.ac(k), s.cst(k) == C_STABLE, u.exists([u.P], lambda p: s.owns(k, p)))
     return z3.And(
-        s.alive(k), z3.Implies(commit, z3.Not(s.creq(k))),
+        s.alive(k), z3.Or(z3.Not(_auto_commit(s, k)), s.pcDone(k)),  # close-commit first, and its answer
         frame(s, t, {
-            "creq": at(k, z3.Or(s.creq(k), commit), s.creq),
-            "cqGen": at(k, z3.If(commit, s.cgen(k), s.cqGen(k)), s.cqGen),
             "crsp": at(k, CR_NONE, s.crsp),
             "alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns),
             "lreq": at(k, z3.Or(s.lreq(k), leave), s.lreq),
@@ -599,7 +628,7 @@ def _member_entry(s: State, k: Z, claim: Callable[[Z], Z], claim_gen: Z) -> dict
 
 @action("coordinator-join-new-dynamic", "coordinator",
         "JoinGroup with no member id from a dynamic member: a new pending member id, answered "
-        "MEMBER_ID_REQUIRED (KIP-394; coordinator_join.join_new_member)")
+        "MEMBER_ID_REQUIRED (KIP-394; coordinator.join.join_new_member)")
 def co_join_new_dynamic(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     return z3.And(
         join_deliverable(s, k), z3.Not(s.rqHasId(k)), z3.Not(s.static(k)),
@@ -629,7 +658,7 @@ def co_join_member(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[st
 
 @action("coordinator-join-current", "coordinator",
         "JoinGroup from a known member with unchanged metadata in CompletingRebalance, or from a follower in "
-        "Stable: answered at once with the current generation (coordinator_join.join_existing_member)")
+        "Stable: answered at once with the current generation (coordinator.join.join_existing_member)")
 def co_join_current(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     same = z3.And(u.forall([u.P], lambda p: s.rqClaim(k, p) == s.claim(k, p)), s.rqGen(k) == s.claimGen(k))
@@ -694,7 +723,7 @@ def co_static_replace(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset
         "member); another generation -> ILLEGAL_GENERATION; PreparingRebalance -> REBALANCE_IN_PROGRESS; "
         "CompletingRebalance parks it, and the leader's stores its assignment, answers every parked "
         "SyncGroup and makes the group Stable; Stable answers with the stored assignment "
-        "(coordinator_requests.handle_sync_group)")
+        "(coordinator.requests.handle_sync_group)")
 def co_sync(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     f = z3.BoolVal(False)
@@ -792,7 +821,7 @@ def _removal(s: State, k: Z, c: Z) -> dict[str, Any]:
         "generation it had when it sent it): not a member -> UNKNOWN_MEMBER_ID (FENCED_INSTANCE_ID for a "
         "replaced static member); a generation other than the group's -> ILLEGAL_GENERATION (skipped by the "
         "commit-old-generation mutant); CompletingRebalance -> REBALANCE_IN_PROGRESS; else accepted "
-        "(coordinator_validation.validate_offset_commit)")
+        "(coordinator.validation.validate_offset_commit)")
 def co_offset_commit(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     member = z3.And(s.inG(k), s.gst != EMPTY)
     generation_ok = z3.Or(s.cqGen(k) == s.ggen, z3.BoolVal("commit-old-generation" in mutants))
@@ -818,7 +847,7 @@ def receive_commit_answer(s: State, t: State, k: Z, c: Z, n: Any, mutants: froze
     keep_id = e == CR_ILL
     return z3.And(
         s.alive(k), e != CR_NONE,
-        frame(s, t, {"crsp": at(k, CR_NONE, s.crsp),
+        frame(s, t, {"crsp": at(k, CR_NONE, s.crsp), "pcDone": at(k, z3.BoolVal(True), s.pcDone),
                      "cst": at(k, z3.If(resets, UNJOINED, s.cst(k)), s.cst),
                      "cgen": at(k, z3.If(resets, z3.IntVal(NO_GEN), s.cgen(k)), s.cgen),
                      "hasId": at(k, z3.And(s.hasId(k), z3.Or(z3.Not(resets), keep_id)), s.hasId),
@@ -851,7 +880,7 @@ def co_prepare_rebalance(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozen
 @action("coordinator-complete-join", "coordinator",
         "the join phase completes (everyone rejoined, or the join timer fired): dynamic members that did not "
         "rejoin are removed, the leader is kept or re-elected among those that did, the generation goes up, "
-        "the protocol is chosen and every parked JoinGroup is answered (coordinator_rebalance.complete_join)")
+        "the protocol is chosen and every parked JoinGroup is answered (coordinator.rebalance.complete_join)")
 def co_complete_join(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     u = s.sorts
     f, tr = z3.BoolVal(False), z3.BoolVal(True)

@@ -31,8 +31,9 @@ from typing import Any
 
 import z3
 
-from model import coordinator as co
 from model import system as sy
+from model.classic import coordinator as co
+from model.classic import member as mb
 from model.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -153,7 +154,7 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
     if isinstance(action, sy.MemberPolls):
         m = sy.running_member(before, action.member)
         k = m.conn if m is not None else ""
-        polls = ("poll-complete-join", "poll-failed-join", "poll-send-join", "die")
+        polls = ("poll-complete-join", "poll-failed-join", "poll-join-prepare-commit", "poll-send-join", "die")
         return [[(polls, k)], [(polls, k), (polls, k)], [(polls, k), (polls, k), (polls, k)]]
     if isinstance(action, sy.HeartbeatThreadRuns):
         m = sy.running_member(before, action.member)
@@ -177,8 +178,16 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
         crashed: Shape = [(("crash",), old.conn)] if old is not None else []
         return [crashed + start]
     if isinstance(action, sy.MemberLeaves):
+        # close() commits synchronously first: the commit (and whatever the closing consumer had queued
+        # before it) is handled by the coordinator and its answers by the consumer, then the rest of close
         m = sy.running_member(before, action.member)
-        return [[(("close",), m.conn if m else "")]]
+        k = m.conn if m else ""
+        closing = ("close-commit", "coordinator-offset-commit", "receive-commit-answer",
+                   "heartbeat-illegal-generation", "heartbeat-unknown-member", *coordinator_followups)
+        longer: list[Shape] = [[(("close-commit",), k), *[(closing, None)] * n, (("close",), k)] for n in range(2, 6)]
+        committed = m is not None and m.config.auto_commit and m.owned and m.state is mb.MemberState.STABLE
+        alone: list[Shape] = [[(("close",), k)]]
+        return longer + alone if committed else alone + longer
     return [[]]  # clock, stalls, resumes, subscriptions, partition counts: nothing symbolic changes
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from model.coordinator import (
+from model.classic.coordinator import (
     CoordinatorConfig,
     Group,
     Reply,
@@ -16,7 +16,7 @@ from model.coordinator import (
     next_deadline,
     receive,
 )
-from model.coordinator_state import PREPARING_REBALANCE, STABLE, member
+from model.classic.coordinator.state import PREPARING_REBALANCE, STABLE, member
 from model.messages import (
     ConsumerProtocolSubscription,
     Errors,

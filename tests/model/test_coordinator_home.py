@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.coordinator import CoordinatorConfig, coordinator_partition, java_string_hash
-from model.coordinator_home import kafka_abs
+from model.classic.coordinator import CoordinatorConfig, coordinator_partition, java_string_hash
+from model.classic.coordinator.home import kafka_abs
 
 # (group id, Java's hashCode, partition of 50, partition of 7)
 JAVA = [

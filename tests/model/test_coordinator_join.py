@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from model import events as ev
-from model.coordinator import (
+from model.classic.coordinator import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,

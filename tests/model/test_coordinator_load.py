@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from model import events as ev
-from model.coordinator import (
+from model.classic.coordinator import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -25,7 +25,7 @@ from model.coordinator import (
     next_deadline,
     unload,
 )
-from model.coordinator_store import EMPTY_GROUP_RECORD
+from model.classic.coordinator.store import EMPTY_GROUP_RECORD
 from model.messages import (
     NO_OFFSET,
     ConsumerProtocolSubscription,

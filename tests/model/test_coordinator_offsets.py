@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from model.coordinator import DEAD, EMPTY, committed, member
+from model.classic.coordinator import DEAD, EMPTY, committed, member
 from model.messages import NO_OFFSET, Errors, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse
 from model.types import TopicPartition
 from tests.model.test_coordinator_harness import SESSION, Harness, tp

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from model.coordinator import (
+from model.classic.coordinator import (
     ALLOWED_PREDECESSORS,
     COMPLETING_REBALANCE,
     DEAD,
@@ -40,7 +40,7 @@ from model.coordinator import (
     initial_group,
     receive,
 )
-from model.coordinator_state import is_pending_member
+from model.classic.coordinator.state import is_pending_member
 from model.messages import (
     ConsumerProtocolSubscription,
     Errors,

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from model.coordinator import ALLOWED_PREDECESSORS, GroupState, InvalidTransition, initial_group
-from model.coordinator_ops import Effects, transition_to
-from model.coordinator_state import CoordinatorConfig, can_rebalance
+from model.classic.coordinator import ALLOWED_PREDECESSORS, GroupState, InvalidTransition, initial_group
+from model.classic.coordinator.ops import Effects, transition_to
+from model.classic.coordinator.state import CoordinatorConfig, can_rebalance
 
 # ClassicGroupState's static block, Kafka 4.1.1 (group-coordinator/.../classic/ClassicGroupState.java):
 #   EMPTY.addValidPreviousStates(PREPARING_REBALANCE);

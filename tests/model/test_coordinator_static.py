@@ -4,7 +4,7 @@ rebalances only where Kafka 4.x says (updateStaticMemberThenRebalanceOrCompleteJ
 from __future__ import annotations
 
 from model import events as ev
-from model.coordinator import (
+from model.classic.coordinator import (
     COMPLETING_REBALANCE,
     EMPTY,
     PREPARING_REBALANCE,

@@ -4,7 +4,7 @@ and the semantics of ``expire`` itself."""
 from __future__ import annotations
 
 from model import events as ev
-from model.coordinator import (
+from model.classic.coordinator import (
     COMPLETING_REBALANCE,
     PREPARING_REBALANCE,
     STABLE,

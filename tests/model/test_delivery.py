@@ -14,7 +14,7 @@ import pytest
 from model import events as ev
 from model import records as rec
 from model import system as sy
-from model.coordinator_home import coordinator_partition
+from model.classic.coordinator.home import coordinator_partition
 from model.scenario import ScenarioError, parse
 from tests.model.test_system_support import Outcome, join, run_doc, scenario
 from traces.report import check_events

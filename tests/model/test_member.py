@@ -1,4 +1,4 @@
-"""The consumer side (model/member.py), one reaction at a time, against what Kafka's
+"""The consumer side (model/classic/member/__init__.py), one reaction at a time, against what Kafka's
 AbstractCoordinator / ConsumerCoordinator (4.1) do."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from model import events as ev
-from model import member as mb
-from model.member import Generation, JoinFuture, Member, MemberState
+from model.classic import member as mb
+from model.classic.member import Generation, JoinFuture, Member, MemberState
 from model.messages import (
     ConsumerProtocolSubscription,
     Errors,
@@ -24,6 +24,7 @@ from model.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from model.network import Disconnect
 from model.types import RebalanceProtocol, TopicPartition
 
 T = "t"
@@ -48,7 +49,19 @@ def stable(assignors: tuple[str, ...] = ("range",), owned: tuple[int, ...] = (0,
     m = new(assignors, instance_id, **settings)
     return mb._with(m, state=MemberState.STABLE, generation=Generation(generation, "a-1", assignors[0]),
                     rejoin_needed=False, needs_join_prepare=True, joined_subscription=(T,),
-                    owned=frozenset(tp(n) for n in owned), heartbeat_due=3000)
+                    owned=frozenset(tp(n) for n in owned), heartbeat_due=3000, session_due=10000)
+
+
+def rejoin(m: Member, now: int, meta: Any = META) -> tuple[Member, tuple[Any, ...], tuple[dict[str, Any], ...]]:
+    """``poll()`` into a rejoin: when onJoinPrepare sends its auto-commit it waits for the answer (an
+    accepted one here), and the JoinGroup goes out on the next poll. The requests and events of both."""
+    m, requests, events = mb.poll(m, now, meta)
+    if m.prepare_commit is mb.JoinPrepareCommit.IN_FLIGHT:
+        assert [type(r) for r in requests][-1:] == [OffsetCommitRequest]
+        m, more, answered = mb.receive(m, OffsetCommitResponse(Errors.NONE), now, meta)
+        m, later, polled = mb.poll(m, now, meta)
+        requests, events = requests + more + later, events + answered + polled
+    return m, requests, events
 
 
 def names(events: tuple[dict[str, Any], ...]) -> list[str]:
@@ -58,7 +71,7 @@ def names(events: tuple[dict[str, Any], ...]) -> list[str]:
 def joined(m: Member, generation: int = 4, leader: str = "b-2", members: tuple[JoinGroupMember, ...] = (),
            now: int = 10) -> tuple[Member, tuple[Any, ...], tuple[dict[str, Any], ...]]:
     """Poll into a rejoin, then deliver a successful JoinGroup answer."""
-    m, requests, _ = mb.poll(m, now, META)
+    m, requests, _ = rejoin(m, now)
     assert any(isinstance(r, JoinGroupRequest) for r in requests)
     response = JoinGroupResponse(Errors.NONE, generation=generation, protocol_name=m.config.assignors[0],
                                  leader=leader, member_id=m.generation.member_id or "a-1", members=members)
@@ -151,16 +164,16 @@ def test_leader_leaves_partitions_the_assignor_withholds_to_nobody() -> None:
 
 def test_eager_revokes_everything_before_rejoining_and_assigns_all_after_sync() -> None:
     m = mb._with(stable(), rejoin_needed=True)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_REVOKED]
     assert ev.partitions_of(events[0]) == [tp(0), tp(1)]
     assert m.owned == frozenset()
-    assert isinstance(requests[0], OffsetCommitRequest)  # the auto-commit goes first
-    assert isinstance(requests[1], JoinGroupRequest)
+    assert isinstance(requests[0], OffsetCommitRequest)  # the auto-commit goes first, and is answered
+    assert isinstance(requests[1], JoinGroupRequest)  # before the JoinGroup goes out
     m, _, _ = mb.receive(m, JoinGroupResponse(Errors.NONE, 4, "range", "b-2", "a-1"), 10, META)
     m, _, events = mb.receive(m, SyncGroupResponse(Errors.NONE, (tp(1), tp(2))), 10, META)
     assert names(events) == [ev.GROUP_SYNCED] and m.join is JoinFuture.SUCCEEDED
-    m, _, events = mb.poll(m, 10, META)
+    m, _, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_ASSIGNED]
     assert ev.partitions_of(events[0]) == [tp(1), tp(2)]
     assert m.owned == {tp(1), tp(2)} and m.state is MemberState.STABLE
@@ -168,13 +181,13 @@ def test_eager_revokes_everything_before_rejoining_and_assigns_all_after_sync() 
 
 def test_eager_revokes_even_an_empty_set() -> None:
     m = mb._with(stable(owned=()), rejoin_needed=True)
-    _, _, events = mb.poll(m, 10, META)
+    _, _, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_REVOKED] and events[0]["partitions"] == []
 
 
 def test_cooperative_keeps_owned_partitions_while_rejoining_and_claims_them() -> None:
     m = mb._with(stable(("cooperative-sticky",)), rejoin_needed=True)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert events == ()
     join = requests[-1]
     assert isinstance(join, JoinGroupRequest)
@@ -187,7 +200,7 @@ def test_cooperative_revokes_unsubscribed_topics_before_rejoining() -> None:
                  joined_subscription=("t", "u"))
     m = mb.subscribe(m, ("t",))
     assert mb.poll_has_work(m, META)  # the subscription changed since the last JoinGroup
-    m, _, events = mb.poll(m, 10, META)
+    m, _, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_REVOKED] and ev.partitions_of(events[0]) == [tp(1, "u")]
     assert m.owned == {tp(0)}
 
@@ -196,7 +209,7 @@ def test_cooperative_after_sync_revokes_owned_minus_assigned_then_assigns_the_re
     m = mb._with(stable(("cooperative-sticky",)), rejoin_needed=True)
     m, _, _ = joined(m)
     m, _, _ = mb.receive(m, SyncGroupResponse(Errors.NONE, (tp(1), tp(2))), 10, META)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_REVOKED, ev.PARTITIONS_ASSIGNED]
     assert ev.partitions_of(events[0]) == [tp(0)]
     assert ev.partitions_of(events[1]) == [tp(2)]
@@ -208,7 +221,7 @@ def test_cooperative_assigned_callback_runs_once_even_when_empty() -> None:
     m = mb._with(stable(("cooperative-sticky",)), rejoin_needed=True)
     m, _, _ = joined(m)
     m, _, _ = mb.receive(m, SyncGroupResponse(Errors.NONE, (tp(0), tp(1))), 10, META)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_ASSIGNED] and events[0]["partitions"] == []
     assert requests == ()
 
@@ -217,11 +230,11 @@ def test_an_assignment_outside_the_subscription_is_not_applied_and_the_member_re
     m = mb._with(stable(("cooperative-sticky",)), rejoin_needed=True)
     m, _, _ = joined(m)
     m, _, _ = mb.receive(m, SyncGroupResponse(Errors.NONE, (tp(0), tp(0, "other"))), 10, META)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert events == () and requests == ()  # no callback at all; the rejoin takes its round trip
     assert m.owned == {tp(0), tp(1)}
     assert mb.poll_due(m) == 10 + mb.REJOIN_ROUND_TRIP_MS and not mb.poll_has_work(m, META)
-    m, requests, events = mb.poll(m, 10 + mb.REJOIN_ROUND_TRIP_MS, META)
+    m, requests, events = rejoin(m, 10 + mb.REJOIN_ROUND_TRIP_MS)
     assert isinstance(requests[-1], JoinGroupRequest)
 
 
@@ -230,7 +243,7 @@ def test_partitions_are_lost_not_revoked_after_a_generation_reset() -> None:
     m, _, _ = mb.receive(mb._with(m, heartbeats_in_flight=(m.generation,)),
                          HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID), 10, META)
     assert m.generation == mb.NO_GENERATION and m.state is MemberState.UNJOINED
-    m, _, events = mb.poll(m, 10, META)
+    m, _, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_LOST] and ev.partitions_of(events[0]) == [tp(0), tp(1)]
 
 
@@ -247,7 +260,7 @@ def synced_failing(error: Errors, mutants: frozenset[str] = frozenset()) -> Memb
 def test_sync_rebalance_in_progress_rejoins_keeping_generation_and_owned() -> None:
     m = synced_failing(Errors.REBALANCE_IN_PROGRESS)
     assert m.generation == Generation(4, "a-1", "cooperative-sticky")
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert events == ()  # no onJoinPrepare on this retry
     join = requests[-1]
     assert isinstance(join, JoinGroupRequest) and join.member_id == "a-1"
@@ -257,7 +270,7 @@ def test_sync_rebalance_in_progress_rejoins_keeping_generation_and_owned() -> No
 def test_sync_illegal_generation_resets_the_generation_but_keeps_the_member_id() -> None:
     m = synced_failing(Errors.ILLEGAL_GENERATION)
     assert m.generation == Generation(-1, "a-1", None)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_LOST]
     join = requests[-1]
     assert isinstance(join, JoinGroupRequest) and join.member_id == "a-1"
@@ -267,7 +280,7 @@ def test_sync_illegal_generation_resets_the_generation_but_keeps_the_member_id()
 def test_sync_unknown_member_id_resets_generation_and_member_id() -> None:
     m = synced_failing(Errors.UNKNOWN_MEMBER_ID)
     assert m.generation == mb.NO_GENERATION
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert names(events) == [ev.PARTITIONS_LOST]
     assert requests[-1].member_id == ""
 
@@ -275,7 +288,7 @@ def test_sync_unknown_member_id_resets_generation_and_member_id() -> None:
 def test_mutant_stale_owned_after_sync_rebalance_keeps_partitions_after_illegal_generation() -> None:
     m = synced_failing(Errors.ILLEGAL_GENERATION, frozenset({"stale-owned-after-sync-rebalance"}))
     assert m.generation == Generation(4, "a-1", "cooperative-sticky")
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert events == ()  # nothing lost
     claim = requests[-1].protocols[0][1]
     assert claim.owned == (tp(0), tp(1)) and claim.generation == 4  # claimed with the stale generation
@@ -283,7 +296,7 @@ def test_mutant_stale_owned_after_sync_rebalance_keeps_partitions_after_illegal_
 
 def test_fenced_instance_id_on_sync_is_fatal_and_loses_everything() -> None:
     m = synced_failing(Errors.FENCED_INSTANCE_ID)
-    m, requests, events = mb.poll(m, 10, META)
+    m, requests, events = rejoin(m, 10)
     assert m.fatal == "FENCED_INSTANCE_ID"
     assert names(events) == [ev.PARTITIONS_LOST, ev.SHUTDOWN_COMPLETE]
     assert requests == ()
@@ -291,7 +304,7 @@ def test_fenced_instance_id_on_sync_is_fatal_and_loses_everything() -> None:
 
 
 def test_join_unknown_member_id_resets_only_if_the_generation_is_unchanged() -> None:
-    m, _, _ = mb.poll(mb._with(stable(), rejoin_needed=True), 10, META)
+    m, _, _ = rejoin(mb._with(stable(), rejoin_needed=True), 10)
     reset, _, _ = mb.receive(m, JoinGroupResponse(Errors.UNKNOWN_MEMBER_ID), 10, META)
     assert reset.generation == mb.NO_GENERATION
     moved = mb._with(m, generation=Generation(9, "a-1", "range"))  # the generation changed meanwhile
@@ -323,6 +336,20 @@ def test_a_heartbeat_answer_about_a_generation_already_left_is_ignored() -> None
     assert m.generation == Generation(5, "a-1", "range")
 
 
+def test_the_client_session_timer_marks_the_coordinator_unknown_and_disconnects() -> None:
+    """HeartbeatThread.run: no heartbeat answered for session.timeout.ms -> markCoordinatorUnknown,
+    which disconnects; an answer (even REBALANCE_IN_PROGRESS) restarts the timer."""
+    m = stable()
+    assert mb.heartbeat_deadline(m) == 3000
+    m, _, _ = mb.heartbeat_tick(m, 3000)
+    m, _, _ = mb.receive(m, HeartbeatResponse(Errors.REBALANCE_IN_PROGRESS), 3000, META)
+    assert m.session_due == 13000
+    m = mb._with(m, heartbeat_due=20000)
+    assert mb.heartbeat_deadline(m) == 13000
+    m, requests, _ = mb.heartbeat_tick(m, 13000)
+    assert requests == (Disconnect(),) and m.coordinator_node is None
+
+
 def test_heartbeat_fenced_instance_id_kills_the_consumer_at_its_next_poll() -> None:
     m, _, _ = mb.heartbeat_tick(stable(instance_id="a-i"), 3000)
     m, _, _ = mb.receive(m, HeartbeatResponse(Errors.FENCED_INSTANCE_ID), 3000, META)
@@ -334,7 +361,7 @@ def test_heartbeat_fenced_instance_id_kills_the_consumer_at_its_next_poll() -> N
 def test_offset_commit_illegal_generation_resets_the_generation() -> None:
     m = mb._with(stable(), rejoin_needed=True)
     m, requests, _ = mb.poll(m, 10, META)
-    assert isinstance(requests[0], OffsetCommitRequest) and requests[0].generation == 3
+    assert [type(r) for r in requests] == [OffsetCommitRequest] and requests[0].generation == 3
     assert [tpo for tpo, _ in requests[0].offsets] == [tp(0), tp(1)]
     m = mb._with(m, state=MemberState.PREPARING_REBALANCE)
     m2 = mb._with(m, generation=Generation(3, "a-1", "range"))
@@ -344,7 +371,7 @@ def test_offset_commit_illegal_generation_resets_the_generation() -> None:
 
 def test_no_auto_commit_when_disabled() -> None:
     m = mb._with(stable(auto_commit=False), rejoin_needed=True)
-    _, requests, _ = mb.poll(m, 10, META)
+    _, requests, _ = rejoin(m, 10)
     assert [type(r) for r in requests] == [JoinGroupRequest]
 
 
@@ -356,7 +383,7 @@ def test_a_stalled_dynamic_member_leaves_at_the_poll_timeout_and_loses_its_parti
     assert mb.heartbeat_deadline(m) == 3000
     m, _, _ = mb.heartbeat_tick(m, 3000)
     assert mb.poll_deadline(m) == 31000
-    m = mb._with(m, heartbeats_in_flight=(), heartbeat_due=33000)
+    m = mb._with(m, heartbeats_in_flight=(), heartbeat_due=33000, session_due=40000)  # heartbeats answered
     m, requests, _ = mb.heartbeat_tick(m, 31000)
     assert requests == (LeaveGroupRequest((("a-1", None),), "consumer poll timeout has expired."),)
     assert m.generation == mb.NO_GENERATION and m.owned == {tp(0), tp(1)}  # lost only at the next poll
@@ -368,7 +395,7 @@ def test_a_stalled_dynamic_member_leaves_at_the_poll_timeout_and_loses_its_parti
 
 def test_a_stalled_static_member_sends_no_leave_group_at_the_poll_timeout() -> None:
     m = mb.stall(stable(instance_id="a-i"), 1000, 60000)
-    m = mb._with(m, heartbeat_due=40000)
+    m = mb._with(m, heartbeat_due=40000, session_due=40000)
     m, requests, _ = mb.heartbeat_tick(m, 31000)
     assert requests == ()
     assert m.generation == mb.NO_GENERATION
@@ -381,12 +408,15 @@ def test_a_stalled_member_reads_responses_only_while_its_heartbeat_thread_runs()
     assert not mb.can_receive(mb.stall(preparing, 0, 1000))
 
 
-def test_close_revokes_then_leaves_dynamic_and_just_stops_static() -> None:
-    m, requests, events = mb.close(stable(), 50)
-    assert names(events) == [ev.PARTITIONS_REVOKED, ev.SHUTDOWN_COMPLETE]
-    assert [type(r) for r in requests] == [OffsetCommitRequest, LeaveGroupRequest]
-    _, requests, _ = mb.close(stable(instance_id="a-i"), 50)
+def test_close_commits_first_then_revokes_and_leaves_dynamic_and_just_stops_static() -> None:
+    m, requests, _ = mb.close_commit(stable(), 50)
     assert [type(r) for r in requests] == [OffsetCommitRequest]
+    m, _, _ = mb.receive(m, OffsetCommitResponse(Errors.NONE), 50, META)
+    m, requests, events = mb.close(m, 50)
+    assert names(events) == [ev.PARTITIONS_REVOKED, ev.SHUTDOWN_COMPLETE]
+    assert [type(r) for r in requests] == [LeaveGroupRequest]
+    _, requests, _ = mb.close(stable(instance_id="a-i"), 50)
+    assert requests == ()
 
 
 def test_close_during_a_rebalance_reports_the_partitions_lost() -> None:
@@ -400,7 +430,7 @@ def test_close_during_a_rebalance_reports_the_partitions_lost() -> None:
 
 def test_eager_sticky_claims_its_last_assignment_from_memory_even_after_revoking() -> None:
     m = mb._with(stable(("sticky",)), sticky_memory=((tp(0), tp(1)), 3), rejoin_needed=True)
-    m, requests, _ = mb.poll(m, 10, META)
+    m, requests, _ = rejoin(m, 10)
     assert m.owned == frozenset()
     claim = requests[-1].protocols[0][1]
     assert claim.user_data == ((tp(0), tp(1)), 3)  # StickyAssignor's userData: its memory

@@ -10,6 +10,7 @@ from dataclasses import astuple, replace
 
 from model import events as ev
 from model import system as sy
+from model.classic.member import Member
 from model.invariants.protocol import (
     GENERATION_MONOTONIC,
     REVOKE_BEFORE_ASSIGN,
@@ -20,7 +21,6 @@ from model.invariants.protocol import (
     _changed_members,
     generation_monotonic,
 )
-from model.member import Member
 from model.system import SystemState
 from tests.model.test_stateful_walks import walk
 from tests.model.test_system_support import join, run_doc, scenario

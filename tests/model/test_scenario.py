@@ -91,7 +91,7 @@ def test_join_defaults_to_kafkas_assignor_list() -> None:
      "config.session_timeout: unknown setting; known: group_id, session_timeout_ms, rebalance_timeout_ms, "
      "heartbeat_interval_ms, initial_rebalance_delay_ms, max_poll_interval_ms, enable_auto_commit, "
      "auto_offset_reset, auto_commit_interval_ms, max_poll_records, commit, commit_on_revoke, processing, "
-     "processing_ms, brokers"),
+     "processing_ms, brokers, metadata_max_age_ms"),
     (with_steps(config={"heartbeat_interval_ms": 10000, "session_timeout_ms": 10000}),
      "config.heartbeat_interval_ms: must be lower than session_timeout_ms (10000 >= 10000), as the consumer "
      "requires (Heartbeat's constructor)"),

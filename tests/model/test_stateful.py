@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from model import coordinator as co
 from model import records as rec
 from model import system as sy
+from model.classic import coordinator as co
 from model.consumption import DeliveryConfig
 from model.invariants.protocol import Monitor, convergence_horizon, settled
 

@@ -14,9 +14,9 @@ from collections import Counter
 
 import pytest
 
-from model import coordinator as co
 from model import events as ev
 from model import system as sy
+from model.classic import coordinator as co
 from model.invariants.protocol import Monitor
 
 ASSIGNOR_LISTS = (("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",), ("cooperative-sticky", "range"))
@@ -49,6 +49,13 @@ def walk(seed: int, assignors: tuple[str, ...], mutants: frozenset[str] = frozen
     """``steps`` random enabled actions with faults mixed in, then the faults stop and the system runs
     on until it settles (or the convergence horizon passes). The same seed gives the same walk;
     ``from_scratch`` is the monitor's (:class:`Monitor`)."""
+    monitor, seen, _ = walk_to_end(seed, assignors, mutants, steps, fault_rate, from_scratch)
+    return monitor, seen
+
+
+def walk_to_end(seed: int, assignors: tuple[str, ...], mutants: frozenset[str] = frozenset(), steps: int = 400,
+                fault_rate: float = 0.08, from_scratch: bool = False) -> tuple[Monitor, Counter[str], sy.SystemState]:
+    """:func:`walk`, also returning the state it ended in (the golden comparison digests it)."""
     rng = random.Random(seed)
     config = sy.SystemConfig(coordinator=co.CoordinatorConfig(initial_rebalance_delay_ms=rng.choice([0, 3000])),
                              session_timeout_ms=10000, rebalance_timeout_ms=20000, max_poll_interval_ms=20000,
@@ -79,7 +86,7 @@ def walk(seed: int, assignors: tuple[str, ...], mutants: frozenset[str] = frozen
             break
         take(rng.choice(actions))
     monitor.finish(state)
-    return monitor, seen
+    return monitor, seen, state
 
 
 @pytest.mark.parametrize("assignors", ASSIGNOR_LISTS, ids=lambda a: "+".join(a))

@@ -20,7 +20,7 @@ OffsetMetadataManager, Kafka 4.x).
 
 from __future__ import annotations
 
-from model.coordinator_ops import (
+from model.classic.coordinator.ops import (
     UNKNOWN_MEMBER_JOIN_RESPONSE,
     Effects,
     complete_join_future,
@@ -29,13 +29,13 @@ from model.coordinator_ops import (
     reschedule_heartbeat,
     update,
 )
-from model.coordinator_rebalance import (
+from model.classic.coordinator.rebalance import (
     complete_sync_phase,
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     remove_pending_sync_member,
 )
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -48,7 +48,7 @@ from model.coordinator_state import (
     member,
     static_member_id,
 )
-from model.coordinator_validation import (
+from model.classic.coordinator.validation import (
     offset_commit_keeps_session,
     validate_heartbeat,
     validate_member,
@@ -190,7 +190,7 @@ def handle_offset_fetch(group: Group, conn: str, request: OffsetFetchRequest, fx
     A Dead group fails ``ClassicGroup.validateOffsetFetch`` with GroupIdNotFoundException, which
     ``fetchOffsets`` turns into ``failAllPartitions``: every partition ``NO_OFFSET``, with *no* error
     (not COORDINATOR_NOT_AVAILABLE, which the other requests get). A broker that is not the group's
-    coordinator answers the request-level error of :func:`~model.coordinator_ops.error_response`.
+    coordinator answers the request-level error of :func:`~model.classic.coordinator.ops.error_response`.
     ``requireStable`` (the Java consumer sets it) only waits for pending transactional offsets, which
     the model does not have.
     """

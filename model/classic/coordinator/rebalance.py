@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from model.coordinator_ops import (
+from model.classic.coordinator.ops import (
     UNKNOWN_MEMBER_JOIN_RESPONSE,
     Effects,
     complete_join_future,
@@ -33,7 +33,7 @@ from model.coordinator_ops import (
     transition_to,
     update,
 )
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -51,7 +51,7 @@ from model.coordinator_state import (
     rebalance_timeout_ms,
     select_protocol,
 )
-from model.coordinator_store import store
+from model.classic.coordinator.store import store
 from model.messages import Errors, JoinGroupResponse, SyncGroupResponse
 from model.system_evolve import replace
 from model.types import TopicPartition
@@ -174,7 +174,7 @@ def init_next_generation(group: Group, fx: Effects) -> Group:
     else:
         group = replace(group, protocol_name=None)
         group = transition_to(group, EMPTY, fx)
-        # completeClassicGroupJoin persists the empty generation (``model.coordinator_store``, point 2).
+        # completeClassicGroupJoin persists the empty generation (``model.classic.coordinator.store``, point 2).
         group = store(group)
     return replace(group, pending_sync=frozenset())
 
@@ -239,7 +239,7 @@ def complete_sync_phase(group: Group, generation: int, assignment: Mapping[str, 
     append callback; the model's log append always succeeds)."""
     if group.state is COMPLETING_REBALANCE and generation == group.generation:
         group = set_and_propagate_assignment(group, assignment, fx)
-        group = store(group)  # the record carrying the assignment (``model.coordinator_store``, point 3)
+        group = store(group)  # the record carrying the assignment (``model.classic.coordinator.store``, point 3)
         group = transition_to(group, STABLE, fx)
     return group
 

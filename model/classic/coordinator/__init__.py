@@ -28,7 +28,7 @@ rebalance. A new dynamic member is first given a member id and asked to come bac
 (KIP-394, MEMBER_ID_REQUIRED), so that a client retrying after a timeout does not leave ghosts.
 
 The group's statuses, their answers and their exits are documented on
-:class:`~model.coordinator_state.GroupState`; the legal exits are ``ALLOWED_PREDECESSORS``.
+:class:`~model.classic.coordinator.state.GroupState`; the legal exits are ``ALLOWED_PREDECESSORS``.
 
 The interface (the protocol model contract)
 -------------------------------------------
@@ -45,14 +45,14 @@ The interface (the protocol model contract)
   :func:`leader`, :func:`protocol_name`, :func:`assignment_of`, :func:`committed`,
   :func:`pending_member_ids`, :func:`static_members`, :func:`stored`.
 - OffsetFetch (``receive``): the committed offset of each partition asked for, ``NO_OFFSET`` where
-  none (``model.coordinator_requests.handle_offset_fetch``).
+  none (``model.classic.coordinator.requests.handle_offset_fetch``).
 - :func:`error_response` ``(request, error)``: the answer carrying only ``error``, which a broker that
   is not (or no longer) the coordinator sends (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE).
-- The persisted group (``model.coordinator_store``): ``Group.stored`` is the group's last metadata
+- The persisted group (``model.classic.coordinator.store``): ``Group.stored`` is the group's last metadata
   record in ``__consumer_offsets``, written only where Kafka writes it. :func:`unload` (the old
   coordinator gives the group up) and :func:`load` / :func:`load_with_events` (a new coordinator
-  rebuilds it from ``stored`` and the offsets) model a coordinator move (``model.coordinator_load``).
-- The coordinator's home (``model.coordinator_home``): :func:`coordinator_partition` ``(group_id,
+  rebuilds it from ``stored`` and the offsets) model a coordinator move (``model.classic.coordinator.load``).
+- The coordinator's home (``model.classic.coordinator.home``): :func:`coordinator_partition` ``(group_id,
   num_partitions)`` = ``Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions``, with
   :func:`java_string_hash`.
 
@@ -83,18 +83,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.coordinator_home import coordinator_partition, java_string_hash
-from model.coordinator_join import handle_join_group
-from model.coordinator_load import load, load_with_events, loaded_group, unload
-from model.coordinator_ops import Effects, error_response
-from model.coordinator_requests import (
+from model.classic.coordinator.home import coordinator_partition, java_string_hash
+from model.classic.coordinator.join import handle_join_group
+from model.classic.coordinator.load import load, load_with_events, loaded_group, unload
+from model.classic.coordinator.ops import Effects, error_response
+from model.classic.coordinator.requests import (
     handle_heartbeat,
     handle_leave_group,
     handle_offset_commit,
     handle_offset_fetch,
     handle_sync_group,
 )
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     ALLOWED_PREDECESSORS,
     COMPLETING_REBALANCE,
     DEAD,
@@ -126,7 +126,7 @@ from model.coordinator_state import (
     state,
     static_members,
 )
-from model.coordinator_timers import fire_next, next_deadline
+from model.classic.coordinator.timers import fire_next, next_deadline
 from model.messages import (
     HeartbeatRequest,
     JoinGroupRequest,

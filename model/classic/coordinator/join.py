@@ -23,7 +23,7 @@ rebalance (changed metadata, or the leader in Stable).
 
 from __future__ import annotations
 
-from model.coordinator_ops import (
+from model.classic.coordinator.ops import (
     Effects,
     add,
     add_pending_member,
@@ -35,12 +35,12 @@ from model.coordinator_ops import (
     reschedule_heartbeat,
     update_member,
 )
-from model.coordinator_rebalance import (
+from model.classic.coordinator.rebalance import (
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     prepare_rebalance,
 )
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -59,8 +59,12 @@ from model.coordinator_state import (
     static_member_id,
     supports_protocols,
 )
-from model.coordinator_store import store, store_if_created
-from model.coordinator_validation import accept_joining_member, validate_member, validate_session_timeout
+from model.classic.coordinator.store import store, store_if_created
+from model.classic.coordinator.validation import (
+    accept_joining_member,
+    validate_member,
+    validate_session_timeout,
+)
 from model.messages import UNKNOWN_MEMBER_ID, Errors, JoinGroupRequest, JoinGroupResponse
 from model.system_evolve import replace
 
@@ -155,7 +159,7 @@ def update_static_member_then_rebalance_or_complete_join(
     state: **Stable** -- if the protocol the group would now select is the one it uses, no rebalance:
     the member is answered at once with the current generation (a leader, JoinGroup v9+, also gets the
     member list and ``skip_assignment``, KIP-814, so it keeps watching metadata without reassigning),
-    and the group's record is rewritten with the new id (``model.coordinator_store``, write point 4);
+    and the group's record is rewritten with the new id (``model.classic.coordinator.store``, write point 4);
     otherwise a rebalance. **CompletingRebalance** -- always a rebalance (KAFKA-9801: the leader's
     assignment, keyed by the old id, would leave the new id empty-handed). **PreparingRebalance** --
     only the id changes, and the join phase may now be complete.

@@ -1,16 +1,16 @@
 """A coordinator moving: the old one unloads the group, a new one loads it from ``__consumer_offsets``.
 
 A group's coordinator is the leader of the group's partition of ``__consumer_offsets``
-(``model.coordinator_home``). When that leadership moves -- a broker shuts down or fails, a
+(``model.classic.coordinator.home``). When that leadership moves -- a broker shuts down or fails, a
 reassignment -- the old coordinator *unloads* the partition and the new leader *loads* it: it replays
 the partition's records and rebuilds every group from them (Kafka 4.1.1, GroupMetadataManager
 ``onUnloaded``, ``replay(GroupMetadataKey, GroupMetadataValue)`` and ``onLoaded``). In between, and
 while loading, the group's requests get NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS and clients
-look the coordinator up again; those answers are ``model.coordinator_ops.error_response``, sent by
+look the coordinator up again; those answers are ``model.classic.coordinator.ops.error_response``, sent by
 the system, not by a group.
 
 What the new coordinator knows is exactly what the records say: the committed offsets (one record
-per commit) and the **last** group metadata record (``model.coordinator_store``). Everything that
+per commit) and the **last** group metadata record (``model.classic.coordinator.store``). Everything that
 happened to the membership after that record -- a member that left or was expired, a rebalance that
 started, a join phase that completed with members -- is forgotten. The loaded group is the record's
 generation, Stable with the record's members and assignments (Empty if it has none), and every member
@@ -30,9 +30,9 @@ from __future__ import annotations
 from typing import Any
 
 from model import events as ev
-from model.coordinator_ops import Effects, transition_to
-from model.coordinator_rebalance import prepare_rebalance
-from model.coordinator_state import (
+from model.classic.coordinator.ops import Effects, transition_to
+from model.classic.coordinator.rebalance import prepare_rebalance
+from model.classic.coordinator.state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,

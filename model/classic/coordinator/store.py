@@ -6,7 +6,7 @@ and for a classic group one *group metadata record* (``GroupMetadataKey`` / ``Gr
 holding the generation, the selected protocol, the leader and, per member, its ids, timeouts, its
 subscription for the selected protocol and its assignment. Each new group metadata record replaces
 the previous one (the partition is compacted by key). A coordinator taking over the partition rebuilds
-the group from the last one (``model.coordinator_load``).
+the group from the last one (``model.classic.coordinator.load``).
 
 The group metadata record is *not* rewritten on every change. Kafka 4.1 (group-coordinator/.../
 GroupMetadataManager.java) appends it at exactly these points, each modelled here:
@@ -37,7 +37,7 @@ model's ``Group.offsets`` is exactly what those records say.
 
 from __future__ import annotations
 
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     EMPTY,
     Group,
     StoredGroup,

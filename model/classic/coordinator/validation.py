@@ -9,7 +9,7 @@ method and the handlers call them in Kafka's order.
 
 from __future__ import annotations
 
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,

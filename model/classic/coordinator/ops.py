@@ -2,7 +2,7 @@
 
 Each function here is one method of ``ClassicGroup`` / ``ClassicGroupMember`` (Kafka 4.x,
 group-coordinator/.../classic/ClassicGroup.java) or one small helper of ``GroupMetadataManager``
-(``rescheduleClassicGroupMemberHeartbeat``), taking the frozen :class:`~model.coordinator_state.Group`
+(``rescheduleClassicGroupMemberHeartbeat``), taking the frozen :class:`~model.classic.coordinator.state.Group`
 and returning the next one. What a transition *emits* -- replies to parked requests and trace events --
 goes into an :class:`Effects` buffer passed along, the way a stateright actor writes its sends into an
 output buffer and Kafka's coordinator returns a ``CoordinatorResult``. ``Effects`` also carries the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model import events as ev
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     ALLOWED_PREDECESSORS,
     COMPLETING_REBALANCE,
     PREPARING_REBALANCE,

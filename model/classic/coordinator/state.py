@@ -4,9 +4,9 @@ This module holds values only: what ``ClassicGroup`` and ``ClassicGroupMember`` 
 Kafka 4.x (group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classic/), written as
 frozen dataclasses of tuples so that a state is hashable, plus the read-only questions Kafka asks of
 them (``hasAllMembersJoined``, ``selectProtocol``, ``supportsProtocols``, ...). The transitions live
-in ``model.coordinator_ops`` (ClassicGroup's mutators), ``model.coordinator_rebalance`` (the join /
-sync phases of GroupMetadataManager), ``model.coordinator_join``, ``model.coordinator_requests`` and
-``model.coordinator_timers``; ``model.coordinator`` is the public face.
+in ``model.classic.coordinator.ops`` (ClassicGroup's mutators), ``model.classic.coordinator.rebalance`` (the join /
+sync phases of GroupMetadataManager), ``model.classic.coordinator.join``, ``model.classic.coordinator.requests`` and
+``model.classic.coordinator.timers``; ``model.classic.coordinator`` is the public face.
 
 Where Kafka keeps state in futures and timers, the model keeps it in the value:
 
@@ -149,7 +149,7 @@ class CoordinatorConfig:
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     max_group_size: int = 2**31 - 1  # group.max.size
     new_member_join_timeout_ms: int = 300000  # CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS (KAFKA-7610)
-    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions (model.coordinator_home)
+    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions (model.classic.coordinator.home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +245,7 @@ class StoredMember:
 class StoredGroup:
     """What the last group metadata record (``GroupMetadataValue``) of a classic group says.
 
-    Kafka writes it at a few points only (see ``model.coordinator_store``); between two writes the
+    Kafka writes it at a few points only (see ``model.classic.coordinator.store``); between two writes the
     coordinator's in-memory group and its record diverge (a member that left or expired is still in
     the record). ``protocol_name`` and ``leader`` are None in a record of an empty group.
     """
@@ -262,8 +262,8 @@ class Group:
 
     ``members`` is sorted by member id; ``pending_members`` too. ``offsets`` holds committed offsets
     sorted by partition. ``member_id_seq`` counts generated member ids (see
-    ``model.coordinator_ops.generate_member_id``). ``stored`` is what the group's last metadata
-    record in ``__consumer_offsets`` says (``model.coordinator_store``): what a new coordinator would
+    ``model.classic.coordinator.ops.generate_member_id``). ``stored`` is what the group's last metadata
+    record in ``__consumer_offsets`` says (``model.classic.coordinator.store``): what a new coordinator would
     load. The static-member map of Kafka
     (``staticMembers``) is not stored: it is always {instance id: member id} of the static members,
     and :func:`static_member_id` reads it off ``members``.

@@ -22,14 +22,14 @@ key; Kafka leaves that order to its timer wheel.
 
 from __future__ import annotations
 
-from model.coordinator_ops import Effects, remove, update
-from model.coordinator_rebalance import (
+from model.classic.coordinator.ops import Effects, remove, update
+from model.classic.coordinator.rebalance import (
     complete_join,
     prepare_rebalance,
     remove_member_and_update,
     remove_pending_member_and_update,
 )
-from model.coordinator_state import (
+from model.classic.coordinator.state import (
     COMPLETING_REBALANCE,
     DEAD,
     STABLE,
