@@ -1,7 +1,7 @@
-"""Consumer driver for kafka-python (pure Python; eager protocol only).
+"""Consumer driver for kafka-python (pure Python; eager assignors and, since 3.0, cooperative-sticky).
 
 Run as ``python -m conformance.drivers.kafka_python --bootstrap ... --group g --topic orders
---member k1 --assignor range|roundrobin|sticky --events k1.jsonl 2> k1.log``.
+--member k1 --assignor range|roundrobin|sticky|cooperative-sticky --events k1.jsonl 2> k1.log``.
 
 What it records:
 
@@ -15,9 +15,10 @@ What it records:
   one DEBUG message is dropped: ``coordinator.poll: timeout in ensure_active_group; returning
   early``, which kafka-python repeats on every poll while a rebalance is in progress.
 - groupspec events from a ``ConsumerRebalanceListener`` and the consume loop
-  (:mod:`conformance.drivers.common`). kafka-python 2.3.3 implements only the eager protocol
-  (no cooperative assignor, no ``on_partitions_lost``: a member that fell out of the group
-  reports the loss as ``on_partitions_revoked``). ``member_id`` and ``generation`` are read from
+  (:mod:`conformance.drivers.common`). kafka-python 3.0 brought KIP-429: a
+  ``CooperativeStickyAssignor`` (kafka/coordinator/assignors/cooperative_sticky.py) and
+  ``ConsumerRebalanceListener.on_partitions_lost`` (before 3.0 only the eager protocol, and a lost
+  assignment reported as revoked). ``member_id`` and ``generation`` are read from
   the coordinator's ``_generation`` (kafka.coordinator.base.Generation; a private attribute:
   kafka-python has no public getter that works inside the callbacks, ``generation_if_stable()``
   answers None while rebalancing). In ``on_partitions_revoked`` it is the generation being left,
@@ -38,6 +39,7 @@ from typing import Any
 import kafka
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
@@ -47,6 +49,7 @@ from kafka.structs import TopicPartition as KTP
 
 from conformance.drivers.common import (
     PARTITIONS_ASSIGNED,
+    PARTITIONS_LOST,
     PARTITIONS_REVOKED,
     SHUTDOWN_COMPLETE,
     STARTUP_COMPLETE,
@@ -65,6 +68,7 @@ ASSIGNORS = {
     "range": RangePartitionAssignor,
     "roundrobin": RoundRobinPartitionAssignor,
     "sticky": StickyPartitionAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor,
 }
 DEFAULT_API_VERSION = (2, 3, 0)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -72,11 +76,14 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 # kafka-python logs this at DEBUG on every poll() while a rebalance is in progress (hundreds of
 # times a second); it says nothing the surrounding lines do not, and would make up most of a log.
+# kafka-python 3.0 adds "need_rejoin: ..." at DEBUG on every poll, stable or not.
 POLL_SPAM = "coordinator.poll: timeout in ensure_active_group; returning early"
+POLL_SPAM_PREFIX = "need_rejoin:"
 
 
 def _not_poll_spam(record: logging.LogRecord) -> bool:
-    return record.msg != POLL_SPAM
+    msg = str(record.msg)
+    return msg != POLL_SPAM and not msg.startswith(POLL_SPAM_PREFIX)
 
 
 def configure_logging() -> None:
@@ -121,7 +128,8 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
 class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
-        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol="eager",
+        protocol = "cooperative" if args.assignor == "cooperative-sticky" else "eager"
+        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol=protocol,
                                assignor=args.assignor, client=CLIENT)
         self.consumer = KafkaConsumer(**client_config(args))
 
@@ -135,6 +143,9 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
 
     def on_partitions_revoked(self, revoked: Any) -> None:
         self.out.write(PARTITIONS_REVOKED, partitions=tps(revoked), **self.identity())
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.out.write(PARTITIONS_LOST, partitions=tps(lost), **self.identity())
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.out.write(PARTITIONS_ASSIGNED, partitions=tps(assigned), **self.identity())
