@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,15 +71,17 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
         "client.id": args.member,
-        "partition.assignment.strategy": args.assignor,
+        "partition.assignment.strategy": ",".join(args.assignors),
         "session.timeout.ms": args.session_timeout_ms,
         "heartbeat.interval.ms": args.heartbeat_interval_ms,
-        "enable.auto.commit": False,
+        "enable.auto.commit": args.commit == "auto",
         "auto.offset.reset": "earliest",
         "debug": "cgrp",
         # librdkafka refuses max.poll.interval.ms < session.timeout.ms.
-        "max.poll.interval.ms": max(args.session_timeout_ms, 30000),
+        "max.poll.interval.ms": max(args.session_timeout_ms, args.max_poll_interval_ms or 30000),
     }
+    if args.instance_id is not None:
+        conf["group.instance.id"] = args.instance_id
     for key, value in args.client_option:
         conf[key] = value
     return conf
@@ -88,7 +91,7 @@ class Driver:
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
         self.out = EventWriter(
-            args.events, member=args.member, group=args.group, protocol=protocol_of(args.assignor),
+            args.events, member=args.member, group=args.group, protocol=args.protocol,
             assignor=args.assignor, client=CLIENT,
         )
         self.consumer = Consumer(client_config(args))
@@ -116,13 +119,21 @@ class Driver:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def run(self, stop: StopFlag) -> bool:
-        self.consumer.subscribe(list(self.args.topics), on_assign=self.on_assign, on_revoke=self.on_revoke,
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self.consumer.subscribe(list(topics), on_assign=self.on_assign, on_revoke=self.on_revoke,
                                 on_lost=self.on_lost)
+
+    def run(self, stop: StopFlag) -> bool:
+        self.subscribe(self.args.topics)
         self.out.write(STARTUP_COMPLETE, **startup_fields(self.args))
         failed = False
         try:
             while not stop.stopped:
+                for command in stop.commands():
+                    if "subscribe" in command:
+                        self.subscribe(command["subscribe"])
+                    elif "stall_ms" in command:
+                        time.sleep(command["stall_ms"] / 1000)  # librdkafka's threads go on
                 messages = self.consumer.consume(num_messages=self.args.max_records,
                                                  timeout=self.args.poll_ms / 1000)
                 records = []
@@ -150,6 +161,8 @@ class Driver:
     def consumed(self, records: list[tuple[str, int, int]]) -> None:
         ident = self.identity()
         summaries = write_consumed(self.out, records, ident)
+        if self.args.commit != "sync":
+            return
         offsets = [TopicPartition(s.topic, s.partition, s.max_offset + 1) for s in summaries]
         try:
             result = self.consumer.commit(offsets=offsets, asynchronous=False)
@@ -162,7 +175,7 @@ class Driver:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("conformance.drivers.confluent_kafka", argv, ("range", "roundrobin", "cooperative-sticky"))
-    stop = StopFlag()
+    stop = StopFlag(args.events + ".ctl")
     return 0 if Driver(args).run(stop) else 1
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -113,13 +114,17 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
         "bootstrap_servers": args.bootstrap.split(","),
         "group_id": args.group,
         "client_id": args.member,
-        "partition_assignment_strategy": [ASSIGNORS[args.assignor]],
+        "partition_assignment_strategy": [ASSIGNORS[a] for a in args.assignors],
         "session_timeout_ms": args.session_timeout_ms,
         "heartbeat_interval_ms": args.heartbeat_interval_ms,
-        "enable_auto_commit": False,
+        "enable_auto_commit": args.commit == "auto",
         "auto_offset_reset": "earliest",
         "api_version": DEFAULT_API_VERSION,
     }
+    if args.instance_id is not None:
+        conf["group_instance_id"] = args.instance_id
+    if args.max_poll_interval_ms is not None:
+        conf["max_poll_interval_ms"] = args.max_poll_interval_ms
     for key, value in args.client_option:
         conf[key] = _option_value(key, value)
     return conf
@@ -128,8 +133,7 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
 class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
-        protocol = "cooperative" if args.assignor == "cooperative-sticky" else "eager"
-        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol=protocol,
+        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol=args.protocol,
                                assignor=args.assignor, client=CLIENT)
         self.consumer = KafkaConsumer(**client_config(args))
 
@@ -156,6 +160,11 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
         failed = False
         try:
             while not stop.stopped:
+                for command in stop.commands():
+                    if "subscribe" in command:
+                        self.consumer.subscribe(topics=list(command["subscribe"]), listener=self)
+                    elif "stall_ms" in command:
+                        time.sleep(command["stall_ms"] / 1000)  # the heartbeat thread goes on
                 batches = self.consumer.poll(timeout_ms=self.args.poll_ms, max_records=self.args.max_records)
                 records = [(r.topic, r.partition, r.offset) for recs in batches.values() for r in recs]
                 if records:
@@ -175,6 +184,8 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
     def consumed(self, records: list[tuple[str, int, int]]) -> None:
         ident = self.identity()
         summaries = write_consumed(self.out, records, ident)
+        if self.args.commit != "sync":
+            return
         offsets = {KTP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "", -1) for s in summaries}
         try:
             self.consumer.commit(offsets=offsets)
@@ -187,7 +198,7 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("conformance.drivers.kafka_python", argv, tuple(ASSIGNORS))
     configure_logging()
-    stop = StopFlag()
+    stop = StopFlag(args.events + ".ctl")
     return 0 if Driver(args).run(stop) else 1
 
 

@@ -108,6 +108,9 @@ class DriverConfig:
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 500
     options: dict[str, str] = field(default_factory=dict)
+    commit: str = "sync"
+    instance_id: str | None = None
+    max_poll_interval_ms: int | None = None
 
     def argv(self) -> list[str]:
         try:
@@ -120,6 +123,12 @@ class DriverConfig:
                 "--heartbeat-interval-ms", str(self.heartbeat_interval_ms)]
         for topic in self.topics:
             argv += ["--topic", topic]
+        if self.commit != "sync":
+            argv += ["--commit", self.commit]
+        if self.instance_id is not None:
+            argv += ["--instance-id", self.instance_id]
+        if self.max_poll_interval_ms is not None:
+            argv += ["--max-poll-interval-ms", str(self.max_poll_interval_ms)]
         for key, value in self.options.items():
             argv += ["-X", f"{key}={value}"]
         return argv
@@ -158,9 +167,28 @@ class ConsumerProcess:
     def owned(self) -> set[TopicPartition]:
         return owned_after(self.events())
 
+    def command(self, command: dict[str, Any]) -> None:
+        """Hand the driver a command (``{"subscribe": [...]}``, ``{"stall_ms": N}``): appended to
+        its control file, then SIGUSR1; the driver applies it at its next poll loop turn."""
+        path = Path(str(self.config.events_path) + ".ctl")
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(command) + "\n")
+        if self.alive:
+            self.proc.send_signal(signal.SIGUSR1)
+
+    def freeze(self) -> None:
+        """SIGSTOP: the whole process stops, heartbeat thread included (a VM pause, a long GC)."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        if self.alive:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self, timeout_s: float = 15.0) -> int:
         """SIGTERM (clean close: LeaveGroup, shutdown_complete); SIGKILL if it does not exit in time."""
         if self.alive:
+            self.proc.send_signal(signal.SIGCONT)  # harmless if running; a frozen one must wake to close
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout_s)
@@ -212,6 +240,7 @@ class Fleet:
         """Stop every live process: SIGTERM then SIGKILL (graceful), or SIGKILL at once."""
         for proc in self.processes:
             if proc.alive and graceful:
+                proc.proc.send_signal(signal.SIGCONT)
                 proc.proc.send_signal(signal.SIGTERM)
         for proc in self.processes:
             try:
