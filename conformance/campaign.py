@@ -149,7 +149,7 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
         comparison.notes += [f"model skipped {s}" for s in skipped]
     traces = cmp.read_traces(result.traces)
     cmp.assignor_rounds(result.wire, result.topics, members, comparison)
-    cmp.member_reactions(result.wire, traces, comparison)
+    cmp.member_reactions(result.wire, traces, comparison, cmp.stop_times(result.timeline))
     try:
         real_report = cmp.check_real_traces(result.traces)
     except Exception as exc:

@@ -179,10 +179,30 @@ def assignor_rounds(wire: Sequence[Mapping[str, Any]], topics: Sequence[tuple[in
 # -- 2. the member's reaction ---------------------------------------------------------------------
 
 
+def stop_times(timeline: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """When the runner told each member (base name) to stop -- its leave, crash and restart steps --
+    and (key ``""``) the end of the run. Callbacks after that are the close's, not a reaction."""
+    out: dict[str, list[int]] = {"": [max((int(e["timestamp"]) for e in timeline), default=0)]}
+    for e in timeline:
+        if e["step"] in ("leave", "crash", "restart") and e.get("member"):
+            out.setdefault(str(e["member"]), []).append(int(e["timestamp"]))
+    return out
+
+
+def _stop_at(stops: Mapping[str, list[int]], name: str, events: list[dict[str, Any]]) -> int | None:
+    """The first stop of this incarnation: after its first event."""
+    if not stops:
+        return None
+    born = min((int(e["timestamp"]) for e in events), default=0)
+    times = [t for t in stops.get(name.split("#", 1)[0], []) if t >= born] + list(stops.get("", []))
+    return min(times) if times else None
+
+
 def member_reactions(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, list[dict[str, Any]]],
-                     result: Comparison) -> None:
+                     result: Comparison, stops: Mapping[str, list[int]] | None = None) -> None:
     pairs = _requests_and_responses(wire)
     for name, events in sorted(traces.items()):
+        stop_at = _stop_at(stops or {}, name, events)
         protocol = next((e.get("protocol") for e in events if e.get("protocol")), None)
         mine = [(req, resp) for req, resp in pairs if req.get("client_id") == name]
         joins = [req for req, _ in mine if req["api"] == "JoinGroup"]
@@ -206,7 +226,10 @@ def member_reactions(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, lis
                 owned = owned_after([e for e in events if e["timestamp"] < t])
                 later = [e for e in events if e["timestamp"] >= t]
                 nxt = next((r for r, _ in mine[i + 1:] if r["api"] in ("JoinGroup", "LeaveGroup")), None)
-                window = [e for e in later if nxt is None or e["timestamp"] <= nxt["timestamp"]]
+                window = [e for e in later if (nxt is None or e["timestamp"] <= nxt["timestamp"])
+                          and (stop_at is None or e["timestamp"] < stop_at)]
+                if stop_at is not None and t >= stop_at:
+                    continue
                 if nxt is None and not any(e.get("name") in ("partitions_assigned", "partitions_revoked",
                                                               "partitions_lost", "shutdown_complete")
                                            for e in window):

@@ -51,6 +51,7 @@ from conformance.mock_cluster import MockCluster
 from conformance.proxy import SyncGroupProxy, proxied
 
 TIME_SCALE = 4
+MIN_SESSION_MS = 2000
 QUIET_MS = 900  # no JoinGroup / SyncGroup for this long (real ms): the group has settled
 SETTLE_DEADLINE_S = 25.0
 
@@ -143,8 +144,13 @@ class RealRun:
         config = doc.get("config", {})
         self.group = str(config.get("group_id", "group"))
         self.brokers = int(config.get("brokers", 3))
-        self.session_ms = max(int(config.get("session_timeout_ms", 45000)) // TIME_SCALE, 600)
-        self.heartbeat_ms = max(int(config.get("heartbeat_interval_ms", 3000)) // TIME_SCALE, 50)
+        # The mock ends every join phase after the first session.timeout.ms - 1000 ms, however long the
+        # rebalance timeout (docs/embedded-coordinator.md gap 6; findings.json mock-join-window): members
+        # must hear of the rebalance (a heartbeat) and rejoin within that, or they are left out and lose
+        # their partitions. Hence a session of at least 2 s and ten heartbeats per session.
+        self.session_ms = max(int(config.get("session_timeout_ms", 45000)) // TIME_SCALE, MIN_SESSION_MS)
+        self.heartbeat_ms = max(min(int(config.get("heartbeat_interval_ms", 3000)) // TIME_SCALE,
+                                    self.session_ms // 10), 50)
         max_poll = config.get("max_poll_interval_ms", config.get("rebalance_timeout_ms", 300000))
         self.max_poll_ms = max(int(max_poll) // TIME_SCALE, self.session_ms)
         self.initial_delay_ms = int(config.get("initial_rebalance_delay_ms", 3000)) // TIME_SCALE
@@ -216,8 +222,8 @@ class RealRun:
                 proc.stop(10.0)
         except Exception as exc:  # the fleet, proxy and cluster are still stopped by __exit__
             self.result.error = f"{type(exc).__name__}: {exc}"
-        self.result.traces = sorted(self.out_dir.glob("*.jsonl"))
-        self.result.traces = [p for p in self.result.traces if p.name != "group-wire.jsonl"]
+        # The members' own traces only (the directory also holds group-wire.jsonl and the model's trace).
+        self.result.traces = sorted(p.config.events_path for p in self._fleet)
         return self.result
 
     def _apply(self, step: Mapping[str, Any]) -> int:

@@ -77,9 +77,10 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 # kafka-python logs this at DEBUG on every poll() while a rebalance is in progress (hundreds of
 # times a second); it says nothing the surrounding lines do not, and would make up most of a log.
-# kafka-python 3.0 adds "need_rejoin: ..." at DEBUG on every poll, stable or not.
+# kafka-python 3.0 adds "need_rejoin: False ..." at DEBUG on every poll (a "True" line says why it
+# rejoins and is kept).
 POLL_SPAM = "coordinator.poll: timeout in ensure_active_group; returning early"
-POLL_SPAM_PREFIX = "need_rejoin:"
+POLL_SPAM_PREFIX = "need_rejoin: False"
 
 
 def _not_poll_spam(record: logging.LogRecord) -> bool:
