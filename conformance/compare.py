@@ -141,7 +141,9 @@ def assignor_rounds(wire: Sequence[Mapping[str, Any]], topics: Sequence[tuple[in
         result.rounds += 1
         evidence = {"generation": generation, "leader": leader, "client": client, "strategy": strategy,
                     "subscriptions": [{"member_id": s.member_id, "topics": list(s.topics), "owned": _names(s.owned),
-                                       "generation": s.generation} for s in subs],
+                                       "generation": s.generation, "owned_from": m.get("owned_from"),
+                                       "unreadable": m.get("sticky_user_data_error")}
+                                      for s, m in zip(subs, answer["members"], strict=True)],
                     "real": {m: _names(p) for m, p in sorted(real.items())}}
         candidates = _counts_at(topics, int(answer["timestamp"]))
         outcomes = []

@@ -41,6 +41,8 @@ def replay_command(entry: dict[str, Any]) -> str:
         return f"pytest {r['node']}"
     if kind == "simulate":
         return f"groupspec simulate {r['scenario']}"
+    if kind == "wire":
+        return f"python -c 'from conformance.group_wire import sticky_user_data; print(sticky_user_data(bytes.fromhex(\"{r['user_data']}\")))'"
     if kind == "conform":
         return f"groupspec conform --scenario {r['scenario']} --clients {r['clients']}"
     return "read the sources named in the evidence"

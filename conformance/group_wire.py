@@ -114,16 +114,60 @@ def decode_subscription(metadata: bytes | None, assignor: str | None = None) -> 
                            "owned": owned, "generation": generation if generation not in (None, -1) else None,
                            "rack": getattr(sub, "rack_id", None), "user_data": user_data.hex()}
     if assignor == "sticky" and user_data:
-        try:
-            data = StickyAssignorUserData.decode(user_data)
-        except Exception as exc:  # kept as evidence, not guessed at
-            out["sticky_user_data_error"] = f"{type(exc).__name__}: {exc}"
+        decoded = sticky_user_data(user_data)
+        if decoded is None:  # kept as evidence, not guessed at
+            out["sticky_user_data_error"] = "neither Java's StickyAssignor format nor kafka-python 3.0's"
         else:
-            out["owned"] = tp_list(_pairs(data.previous_assignment))
-            g = getattr(data, "generation", None)
-            out["generation"] = g if g not in (None, -1) else None
-            out["owned_from"] = "sticky user data"
+            pairs, generation, fmt = decoded
+            out["owned"] = tp_list(pairs)
+            out["generation"] = generation if generation not in (None, -1) else None
+            out["owned_from"] = f"sticky user data ({fmt})"
     return out
+
+
+def _java_sticky(data: bytes) -> tuple[list[tuple[str, list[int]]], int | None]:
+    """Java's StickyAssignor user data (StickyAssignor.serializeTopicPartitionAssignment, 4.1.1):
+    STICKY_ASSIGNOR_USER_DATA_V1 = [topic: string, partitions: [int32]], generation: int32, no version
+    header; V0 has no generation. Raises on anything else (trailing bytes included)."""
+    pos = 0
+
+    def take(fmt: str) -> Any:
+        nonlocal pos
+        size = struct.calcsize(fmt)
+        if pos + size > len(data):
+            raise WireError("short")
+        value = struct.unpack_from(fmt, data, pos)[0]
+        pos += size
+        return value
+
+    pairs: list[tuple[str, list[int]]] = []
+    for _ in range(take(">i")):
+        n = take(">h")
+        if n < 0 or pos + n > len(data):
+            raise WireError("bad topic")
+        topic = data[pos:pos + n].decode("utf-8")
+        pos += n
+        pairs.append((topic, [take(">i") for _ in range(take(">i"))]))
+    generation = take(">i") if pos < len(data) else None
+    if pos != len(data):
+        raise WireError("trailing bytes")
+    return pairs, generation
+
+
+def sticky_user_data(data: bytes) -> tuple[list[tuple[str, list[int]]], int | None, str] | None:
+    """The previous assignment and generation in a ``sticky`` member's user data, and which format
+    it was written in: Java's (the reference; aiokafka writes it too) or kafka-python 3.0's, which puts
+    an int16 version before the same struct (docs/findings.md, kafka-python-sticky-user-data-version)."""
+    try:
+        pairs, generation = _java_sticky(data)
+        return pairs, generation, "java"
+    except (WireError, UnicodeDecodeError):
+        pass
+    try:
+        decoded = StickyAssignorUserData.decode(data)
+    except Exception:
+        return None
+    return _pairs(decoded.previous_assignment), getattr(decoded, "generation", None), "kafka-python-3"
 
 
 def decode_assignment(data: bytes | None) -> dict[str, Any]:
