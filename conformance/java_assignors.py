@@ -102,8 +102,8 @@ class JavaResult:
 # --------------------------------------------------------------------------------------------------
 
 
-def jar_path(project_dir: Path = PROJECT_DIR) -> Path:
-    return project_dir / "target" / JAR_NAME
+def jar_path(project_dir: Path = PROJECT_DIR, jar_name: str = JAR_NAME) -> Path:
+    return project_dir / "target" / jar_name
 
 
 def _sources(project_dir: Path) -> Iterable[Path]:
@@ -111,9 +111,9 @@ def _sources(project_dir: Path) -> Iterable[Path]:
     yield from (p for p in (project_dir / "src").rglob("*") if p.is_file())
 
 
-def jar_is_fresh(project_dir: Path = PROJECT_DIR) -> bool:
+def jar_is_fresh(project_dir: Path = PROJECT_DIR, jar_name: str = JAR_NAME) -> bool:
     """The jar and its libraries exist and the jar is newer than ``pom.xml`` and every source file."""
-    jar = jar_path(project_dir)
+    jar = jar_path(project_dir, jar_name)
     lib = project_dir / "target" / "lib"
     if not jar.is_file() or not lib.is_dir() or not any(lib.glob("kafka-clients-*.jar")):
         return False
@@ -126,24 +126,26 @@ def _tail(text: str) -> str:
     return text if len(text) <= _TAIL else "..." + text[-_TAIL:]
 
 
-def build(project_dir: Path = PROJECT_DIR, *, mvn: str | None = None) -> Path:
+def build(project_dir: Path = PROJECT_DIR, *, mvn: str | None = None, jar_name: str = JAR_NAME,
+          what: str = "the Java assignor peer") -> Path:
     """Build the peer jar unless it is fresh; return its path.
 
     Offline first (``mvn -q -B -o package``: everything from ~/.m2), then online when the offline
-    build fails (a fresh machine whose ~/.m2 lacks kafka-clients or a plugin).
+    build fails (a fresh machine whose ~/.m2 lacks kafka-clients or a plugin). ``jar_name`` and
+    ``what`` let another Maven project of the same shape (conformance/java/consumer) use it.
     """
-    jar = jar_path(project_dir)
-    if jar_is_fresh(project_dir):
+    jar = jar_path(project_dir, jar_name)
+    if jar_is_fresh(project_dir, jar_name):
         return jar
     mvn = mvn or shutil.which("mvn")
     if mvn is None:
         raise JavaPeerUnavailable(
-            f"cannot build the Java assignor peer ({project_dir}): `mvn` is not on PATH; install Maven 3.8+ "
+            f"cannot build {what} ({project_dir}): `mvn` is not on PATH; install Maven 3.8+ "
             "and a JDK 17+")
     (project_dir / "target").mkdir(exist_ok=True)
     with open(project_dir / "target" / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building: wait for it
-        if jar_is_fresh(project_dir):
+        if jar_is_fresh(project_dir, jar_name):
             return jar
         attempts = []
         for args in ([mvn, "-q", "-B", "-o", "package"], [mvn, "-q", "-B", "package"]):
@@ -152,12 +154,12 @@ def build(project_dir: Path = PROJECT_DIR, *, mvn: str | None = None) -> Path:
             if proc.returncode == 0 and jar.is_file():
                 # maven-jar-plugin leaves an up-to-date jar untouched: mark it as built now.
                 os.utime(jar)
-                if jar_is_fresh(project_dir):
+                if jar_is_fresh(project_dir, jar_name):
                     return jar
         args, proc = attempts[-1]
         output = _tail(proc.stdout + proc.stderr) or f"(no output; {jar} or target/lib is missing)"
         raise JavaPeerUnavailable(
-            f"building the Java assignor peer failed: `{' '.join(args)}` in {project_dir} exited "
+            f"building {what} failed: `{' '.join(args)}` in {project_dir} exited "
             f"{proc.returncode}:\n{output}")
 
 

@@ -31,6 +31,9 @@ DRIVER_MODULES = {
     "kafka-python": "conformance.drivers.kafka_python",
     "aiokafka": "conformance.drivers.aiokafka",
     "kafkatest": "conformance.drivers.kafkatest",
+    # These two exec a JVM in place of the Python launcher (same pid, so signals reach the Java client).
+    "java": "conformance.drivers.java_consumer",
+    "verifiable-consumer": "conformance.drivers.verifiable_consumer",
 }
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
