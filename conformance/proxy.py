@@ -106,8 +106,10 @@ class SyncGroupProxy:
 
     def __init__(self, upstreams: dict[int, int], *, hold_timeout_ms: int = 1500, settle_ms: int = 50,
                  log_path: str | Path | None = None, wire_path: str | Path | None = None,
-                 hold: bool = True) -> None:
+                 hold: bool = True, listen_ports: dict[int, int] | None = None) -> None:
         self.upstreams = dict(upstreams)
+        # Fixed ports to listen on (broker id -> port), for a broker told beforehand to advertise them.
+        self.listen_ports = dict(listen_ports or {})
         self.hold = hold
         # Every decoded group request and response (conformance.group_wire), in the order the proxy
         # saw them; also appended to ``wire_path`` as JSON Lines when given.
@@ -170,7 +172,8 @@ class SyncGroupProxy:
     async def _listen(self) -> None:
         self._cond = asyncio.Condition()
         for broker_id, upstream_port in self.upstreams.items():
-            server = await asyncio.start_server(self._accept(upstream_port), LOOPBACK, 0)
+            server = await asyncio.start_server(self._accept(upstream_port), LOOPBACK,
+                                                self.listen_ports.get(broker_id, 0))
             self._servers.append(server)
             self.ports[broker_id] = server.sockets[0].getsockname()[1]
             self._note(f"broker {broker_id}: 127.0.0.1:{self.ports[broker_id]} -> 127.0.0.1:{upstream_port}")

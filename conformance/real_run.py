@@ -34,6 +34,11 @@ scenario format cannot express yet):
 
 Steps a (client, coordinator) pair cannot do are listed by :func:`unsupported` before the run, with
 why; a scenario with any is not run and its verdict is ``unsupported``.
+
+**Coordinators.** ``cluster="mock"``: librdkafka's mock cluster (three brokers unless the scenario says
+otherwise), the proxy holding the leader's SyncGroup (mock gap 1). ``cluster="kafka"``: an Apache Kafka
+4.1.1 broker (:mod:`conformance.kafka`, one KRaft node) that advertises the proxy's port; the Java
+consumer (``java``) is the reference client there.
 """
 
 from __future__ import annotations
@@ -64,8 +69,12 @@ CLIENT_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "kafka-python": ("range", "roundrobin", "sticky", "cooperative-sticky"),
     # aiokafka 0.14: aiokafka/coordinator/assignors/{range,roundrobin,sticky}; no KIP-429.
     "aiokafka": ("range", "roundrobin", "sticky"),
+    # The reference: kafka-clients 4.1.1 through conformance/java/consumer (ConsumerDriver.java).
+    "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
 }
+CLUSTERS = ("mock", "kafka")
 CLIENTS = tuple(CLIENT_ASSIGNORS)
+JAVA = "java"
 # Commit policies the drivers implement (docs/scenarios.md ``commit`` / ``enable_auto_commit``).
 COMMIT_POLICIES = ("auto", "sync", "none")
 
@@ -116,6 +125,15 @@ def unsupported(doc: Mapping[str, Any], clients: Mapping[str, str], cluster: str
             topics[step["topic"]] = step["count"]
         elif do == "produce" and step.get("every_ms") is not None:
             why.append(f"steps[{i}]: periodic producers (every_ms) are not run against real clients yet")
+        elif do in ("move_coordinator", "fail_coordinator") and cluster == "kafka":
+            why.append(f"steps[{i}]: {do}: the Apache Kafka harness is one KRaft node, so the coordinator "
+                       "cannot move to another broker")
+        elif do == "subscribe" and clients.get(step["member"]) == JAVA:
+            why.append(f"steps[{i}]: subscribe: the Java driver takes its topics at start only")
+        if do == "join" and clients[step["member"]] == JAVA and len(step.get("assignors", ["range", "x"])) > 1:
+            why.append(f"steps[{i}]: the Java driver takes one assignor")
+    if JAVA in clients.values() and commit_policy(doc) == "none":
+        why.append("the Java driver commits after each poll or auto-commits; it has no 'no commit' mode")
     return why
 
 
@@ -136,8 +154,10 @@ class RealRun:
     """Run ``doc`` with ``clients`` (member -> client) into ``out_dir``; ``with RealRun(...) as r: r.run()``."""
 
     def __init__(self, doc: Mapping[str, Any], clients: Mapping[str, str], out_dir: Path,
-                 settle_deadline_s: float = SETTLE_DEADLINE_S) -> None:
+                 settle_deadline_s: float = SETTLE_DEADLINE_S, cluster: str = "mock") -> None:
         self.doc = doc
+        self.cluster_kind = cluster
+        self.broker: Any = None  # conformance.kafka.KafkaBroker with --cluster kafka
         self.clients = dict(clients)
         self.out_dir = Path(out_dir)
         self.settle_deadline_s = settle_deadline_s
@@ -174,6 +194,14 @@ class RealRun:
 
     def __enter__(self) -> RealRun:
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.cluster_kind == "kafka":
+            try:
+                self._enter_kafka()
+            except BaseException:
+                self._stack.close()
+                raise
+            self.result.topics.append((self._now(), dict(self.topics)))
+            return self
         try:
             self.cluster = self._stack.enter_context(MockCluster(
                 brokers=max(self.brokers, 1), topics=self.topics, initial_rebalance_delay_ms=self.initial_delay_ms,
@@ -187,6 +215,28 @@ class RealRun:
             raise
         self.result.topics.append((self._now(), dict(self.topics)))
         return self
+
+    def _enter_kafka(self) -> None:
+        """An Apache Kafka broker (conformance.kafka, one KRaft node) behind the proxy: the broker
+        advertises the proxy's port, so every client connection, the coordinator's included, passes
+        through it and is decoded. No SyncGroup is held: Kafka answers a late follower itself."""
+        from conformance.kafka import KafkaBroker
+        from conformance.kafka.broker import free_port
+
+        broker_port, controller_port, proxy_port = free_port(), free_port(), free_port()
+        self.proxy = SyncGroupProxy({1: broker_port}, listen_ports={1: proxy_port}, hold=False,
+                                    log_path=self.out_dir / "proxy.log", wire_path=self.out_dir / "group-wire.jsonl")
+        self.proxy.start()
+        self._stack.callback(self.proxy.close)
+        advertised = f"PLAINTEXT://127.0.0.1:{proxy_port},CONTROLLER://127.0.0.1:{controller_port}"
+        self.broker = self._stack.enter_context(KafkaBroker(
+            workdir=self.out_dir / "kafka", port=broker_port, controller_port=controller_port,
+            settings={"advertised.listeners": advertised,
+                      "group.initial.rebalance.delay.ms": str(self.initial_delay_ms)}))
+        for topic, partitions in self.topics.items():
+            self.broker.create_topic(topic, partitions)
+        self.bootstrap = f"127.0.0.1:{proxy_port}"
+        self._stack.enter_context(self._fleet)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         try:
@@ -249,15 +299,28 @@ class RealRun:
             return 0
         if do == "stall":
             for_ms = max(int(step["for_ms"]) // TIME_SCALE, 1)
-            self.processes[member].command({"stall_ms": for_ms})
+            proc = self.processes[member]
+            if self.clients[member] == JAVA:  # ConsumerDriver.java stalls while <events>.stall exists
+                stall = Path(f"{proc.config.events_path}.stall")
+                stall.touch()
+                time.sleep(for_ms / 1000)
+                stall.unlink(missing_ok=True)
+                return 300
+            proc.command({"stall_ms": for_ms})
             return for_ms + 300
         if do == "subscribe":
             self.member_topics[member] = tuple(step["topics"])
             self.processes[member].command({"subscribe": list(step["topics"])})
             return 0
         if do == "add_partitions":
-            assert self.cluster is not None
-            self.cluster.create_topic(step["topic"], int(step["count"]))
+            if self.broker is not None:
+                if step["topic"] in self.topics:
+                    self.broker.add_partitions(step["topic"], int(step["count"]))
+                else:
+                    self.broker.create_topic(step["topic"], int(step["count"]))
+            else:
+                assert self.cluster is not None
+                self.cluster.create_topic(step["topic"], int(step["count"]))
             self.topics[step["topic"]] = int(step["count"])
             self.result.topics.append((self._now(), dict(self.topics)))
             return 1000  # the leader notices at its next metadata refresh
@@ -288,7 +351,7 @@ class RealRun:
             client=client, member=name, group=self.group, topics=self.member_topics[member],
             bootstrap=self.bootstrap, events_path=self.out_dir / f"{name}.jsonl",
             log_path=self.out_dir / f"{name}.log",
-            assignor=",".join(join.get("assignors", ["range", "cooperative-sticky"])),
+            assignor=",".join(join.get("assignors", ["range"] if client == JAVA else ["range", "cooperative-sticky"])),
             session_timeout_ms=self.session_ms, heartbeat_interval_ms=self.heartbeat_ms, commit=self.commit,
             instance_id=join.get("instance_id"), max_poll_interval_ms=self.max_poll_ms,
             ))

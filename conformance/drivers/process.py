@@ -37,6 +37,8 @@ DRIVER_MODULES = {
 }
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Drivers that are a JVM: Kafka configuration names on -X, no control file (stall by <events>.stall).
+JAVA_CLIENTS = ("java", "verifiable-consumer")
 
 T = TypeVar("T")
 
@@ -126,12 +128,21 @@ class DriverConfig:
                 "--heartbeat-interval-ms", str(self.heartbeat_interval_ms)]
         for topic in self.topics:
             argv += ["--topic", topic]
-        if self.commit != "sync":
-            argv += ["--commit", self.commit]
-        if self.instance_id is not None:
-            argv += ["--instance-id", self.instance_id]
-        if self.max_poll_interval_ms is not None:
-            argv += ["--max-poll-interval-ms", str(self.max_poll_interval_ms)]
+        if self.client in JAVA_CLIENTS:
+            # The Java driver takes Kafka's consumer configuration names (ConsumerDriver.java).
+            extra = {"enable.auto.commit": "true" if self.commit == "auto" else None,
+                     "group.instance.id": self.instance_id,
+                     "max.poll.interval.ms": None if self.max_poll_interval_ms is None else str(self.max_poll_interval_ms)}
+            for key, value in extra.items():
+                if value is not None:
+                    argv += ["-X", f"{key}={value}"]
+        else:
+            if self.commit != "sync":
+                argv += ["--commit", self.commit]
+            if self.instance_id is not None:
+                argv += ["--instance-id", self.instance_id]
+            if self.max_poll_interval_ms is not None:
+                argv += ["--max-poll-interval-ms", str(self.max_poll_interval_ms)]
         for key, value in self.options.items():
             argv += ["-X", f"{key}={value}"]
         return argv

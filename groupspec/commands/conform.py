@@ -28,9 +28,10 @@ HELP = "run generated scenarios with real Kafka clients and compare every run wi
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", choices=["mock", "kafka"], default="mock",
                         help="coordinator: librdkafka's mock cluster (default) or an Apache Kafka broker")
-    parser.add_argument("--clients", default="confluent-kafka,kafka-python,aiokafka",
-                        help="comma-separated clients dealt to the members in join order; several "
-                             "'+'-joined sets separated by ';' run each (default: one mixed group)")
+    parser.add_argument("--clients", default=None,
+                        help="comma-separated clients dealt to the members in join order; several lists "
+                             "separated by ';' run each (default: confluent-kafka,kafka-python,aiokafka on the "
+                             "mock; java on kafka)")
     parser.add_argument("--client", action="append", default=[], metavar="NAME==VERSION",
                         help="another release of a client in its own environment (not available yet)")
     parser.add_argument("--strategies", default="range,roundrobin,sticky,cooperative-sticky")
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.client:
         raise InputError("--client NAME==VERSION: environments per release are not implemented yet")
-    client_sets = _client_sets(args.clients)
+    default = "java" if args.cluster == "kafka" else "confluent-kafka,kafka-python,aiokafka"
+    client_sets = _client_sets(args.clients or default)
     chosen = [s for s in args.strategies.split(",") if s]
     bad = [s for s in chosen if s not in strat.STRATEGIES]
     if bad:
