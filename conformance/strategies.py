@@ -122,16 +122,29 @@ def kind(doc: dict[str, Any]) -> str:
 
 
 def draw(seed_value: int, n: int, strategy: str | None = None) -> list[dict[str, Any]]:
-    """``n`` scenario documents drawn from :func:`scenarios` under ``seed_value`` (reproducible)."""
-    out: list[dict[str, Any]] = []
+    """``n`` scenario documents drawn from :func:`scenarios` under ``seed_value`` (reproducible).
 
-    @settings(max_examples=max(n * 3, 10), database=None, phases=[Phase.generate], deadline=None,
+    Hypothesis's first examples are its simplest, so a small campaign would be mostly joins and a
+    leave: ``10 n`` (at least 40) are drawn and ``n`` picked round-robin over their kinds (:func:`kind`),
+    in order of first appearance, so that even a short campaign meets crashes, stalls, restarts,
+    subscription changes and coordinator faults."""
+    pool: list[dict[str, Any]] = []
+
+    @settings(max_examples=max(n * 10, 40), database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @seed(seed_value)
     @given(scenarios(strategy))
     def collect(doc: dict[str, Any]) -> None:
-        if len(out) < n and doc not in out:
-            out.append(doc)
+        if doc not in pool:
+            pool.append(doc)
 
     collect()
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for doc in pool:
+        by_kind.setdefault(kind(doc), []).append(doc)
+    out: list[dict[str, Any]] = []
+    while len(out) < n and any(by_kind.values()):
+        for docs in by_kind.values():
+            if docs and len(out) < n:
+                out.append(docs.pop(0))
     return out

@@ -15,6 +15,12 @@ Records: the consume loop mirrors Apache Kafka's VerifiableConsumer
 writes one ``records_consumed`` event (``count``, and per partition ``count``, ``minOffset``,
 ``maxOffset``), then commits ``maxOffset + 1`` of each of those partitions synchronously and writes
 ``offsets_committed`` (``offsets``: topic, partition, offset; ``success``; ``error`` when it failed).
+``--commit none`` makes no commit, ``--commit auto`` leaves it to the client's auto-commit.
+
+Commands while running (the conformance runner, conformance/real_run.py): the runner appends a JSON line
+to ``<events>.ctl`` and sends SIGUSR1; at its next loop turn the driver applies it -- ``{"subscribe":
+[topics]}`` calls the client's subscribe, ``{"stall_ms": N}`` stops calling poll for N ms (the client's
+heartbeat goes on, so past ``max.poll.interval.ms`` the member leaves the group, as a long batch would).
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ What it records, and where each field comes from:
   (``rd_kafka_consumer_group_metadata_write``, rdkafka_cgrp.c: ``"CGMDv2:"``, the generation as a
   native int32, then group id, member id, instance id as NUL-terminated strings), which carries
   the generation the consumer is in at that moment; :func:`generation_of` reads it.
-- ``protocol``: ``cooperative`` for cooperative-sticky, else ``eager`` (librdkafka picks the
-  rebalance protocol from the assignors, rd_kafka_cgrp.c ``rd_kafka_cgrp_assignor_run``).
+- ``protocol``: ``cooperative`` when every assignor given is cooperative-sticky, else ``eager``
+  (``DriverArgs.protocol``; librdkafka picks the rebalance protocol from the assignors, rd_kafka_cgrp.c
+  ``rd_kafka_cgrp_assignor_run``).
 """
 
 from __future__ import annotations
@@ -60,10 +61,6 @@ def generation_of(cgmd: bytes) -> int | None:
         return None
     (generation,) = struct.unpack_from("=i", cgmd, len(_CGMD_MAGIC))
     return int(generation)
-
-
-def protocol_of(assignor: str) -> str:
-    return "cooperative" if assignor == "cooperative-sticky" else "eager"
 
 
 def client_config(args: DriverArgs) -> dict[str, Any]:
