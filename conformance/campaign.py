@@ -149,6 +149,9 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     traces = cmp.read_traces(result.traces)
     cmp.assignor_rounds(result.wire, result.topics, members, comparison)
     cmp.member_reactions(result.wire, traces, comparison, cmp.stop_times(result.timeline))
+    logs = {p.stem: p.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+            for p in result.traces if p.with_suffix(".log").exists()}
+    cmp.members_that_died(traces, logs, comparison)
     try:
         real_report = cmp.check_real_traces(result.traces)
     except Exception as exc:

@@ -257,6 +257,19 @@ def member_reactions(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, lis
                         "did not rejoin", {"member": name, "sync": t}))
 
 
+def members_that_died(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[str, str],
+                      result: Comparison) -> None:
+    """A member whose driver caught a fatal error from its client (``shutdown_complete`` with ``failed``)
+    died on its own: the model's member never does that for what a scenario does (its only fatal errors
+    are the coordinator's FENCED_INSTANCE_ID and INCONSISTENT_GROUP_PROTOCOL, which the model's run shows)."""
+    for name, events in sorted(traces.items()):
+        if any(e.get("name") == "shutdown_complete" and e.get("failed") for e in events):
+            fatal = next((line for line in logs.get(name, "").splitlines() if "fatal" in line), "")
+            result.differences.append(Difference(
+                "reaction", None, f"{name} died of an error from its client: {fatal.strip() or 'see its log'}",
+                {"member": name, "log": fatal.strip()}))
+
+
 # -- 3. the whole run -----------------------------------------------------------------------------
 
 
@@ -312,7 +325,10 @@ def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[
         lo, hi = int(step["timestamp"]), int(nxt["timestamp"])
         generations = {int(m["generation"]) for m in answers if lo <= m["timestamp"] < hi}
         extra = len({m["conn"] for m in raced if lo <= m["timestamp"] < hi})
-        bound = (2 if cooperative else 1) + min(extra, 1)
+        # Membership changes the step makes in the model: a restart is a removal (session expiry) and a
+        # join; a stall past max.poll.interval.ms a leave and, when it polls again, a join.
+        changes = 2 if step["step"] == "restart" or (step["step"] == "stall" and step.get("past_max_poll")) else 1
+        bound = (2 if cooperative else 1) * changes + min(extra, 1)
         if step["step"] in ("crash", "restart") and not generations:
             continue
         if len(generations) > bound:
@@ -327,4 +343,5 @@ def read_traces(paths: Sequence[Path]) -> dict[str, list[dict[str, Any]]]:
 
 
 __all__ = ["Comparison", "Difference", "assignor_rounds", "check_real_traces", "conn_members", "member_reactions",
+           "members_that_died",
            "read_traces", "rebalances_per_change", "whole_run"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -171,6 +172,7 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
                 if records:
                     self.consumed(records)
         except KafkaError as exc:
+            traceback.print_exc(file=sys.stderr)  # where the client raised it: evidence for a finding
             sys.stderr.write(f"groupspec driver: fatal: {exc!r}\n")
             failed = True
         try:

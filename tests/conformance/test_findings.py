@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conformance import findings
+from conformance import campaign, findings
 from conformance.campaign import model_run
 from conformance.group_wire import sticky_user_data
 from model.assignors import ASSIGNORS
@@ -68,3 +68,16 @@ def test_findings_replayed_by_another_test_name_one_that_exists(entry: dict[str,
     path, _, name = entry["replay"]["node"].partition("::")
     text = (ROOT / path).read_text(encoding="utf-8")
     assert not name or f"def {name}(" in text
+
+
+@pytest.mark.clients
+@pytest.mark.parametrize("entry", _by_kind("conform"))
+def test_client_findings_on_the_embedded_coordinator_replay(entry: dict[str, Any], tmp_path: Path) -> None:
+    """The replay command's run, on the mock: the divergence the finding describes comes back."""
+    import json
+
+    r = entry["replay"]
+    doc = json.loads((ROOT / r["scenario"]).read_text(encoding="utf-8"))
+    record = campaign.run_scenario(doc, r["clients"].split(","), tmp_path / "run")
+    assert record.verdict == "divergence", record.comparison
+    assert any(r["expect"] in d["message"] for d in record.comparison["differences"])
