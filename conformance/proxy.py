@@ -128,6 +128,10 @@ class SyncGroupProxy:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._synced: dict[tuple[str, int], set[str]] = {}
+        # generation -> member ids the coordinator answered a JoinGroup for: only they will sync. The mock
+        # names in the leader's member list also members that never rejoined (docs/embedded-coordinator.md
+        # gap 7); waiting for their SyncGroup would hold the leader until the group had moved on.
+        self._answered: dict[int, set[str]] = {}
         self._cond: asyncio.Condition | None = None
 
     # -- life cycle -------------------------------------------------------------------------
@@ -268,6 +272,8 @@ class SyncGroupProxy:
             fields = wire.decode_response(frame, api_key, version)
         except wire.WireError as exc:
             fields = {"undecodable": str(exc)}
+        if api_key == wire.JOIN_GROUP and fields.get("error") == "NONE":
+            self._answered.setdefault(int(fields["generation"]), set()).add(str(fields["member_id"]))
         self._record(wire.WireMessage(time.time_ns() // 1_000_000, conn, "response", wire.GROUP_APIS[api_key][0],
                                       version, correlation, None, fields))
 
@@ -331,7 +337,8 @@ class SyncGroupProxy:
     async def _hold(self, sync: SyncGroupRequest) -> None:
         assert self._cond is not None
         key = (sync.group_id, sync.generation_id)
-        others = set(sync.assigned_members) - {sync.member_id}
+        await asyncio.sleep(0.02)  # the followers' JoinGroup answers, sent with the leader's, pass other tasks
+        others = (set(sync.assigned_members) - {sync.member_id}) & self._answered.get(sync.generation_id, set())
         self.stats.leader_syncs_held += 1
         start = time.monotonic()
         self._note(f"leader SyncGroup held: group={sync.group_id} generation={sync.generation_id} "

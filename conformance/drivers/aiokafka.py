@@ -132,6 +132,7 @@ class Driver:
             while not stop.stopped:
                 for command in stop.commands():
                     if "subscribe" in command:
+                        self.out.update_context(subscription=sorted(command["subscribe"]))
                         consumer.subscribe(topics=list(command["subscribe"]), listener=Listener(self))
                     elif "stall_ms" in command:
                         await asyncio.sleep(command["stall_ms"] / 1000)  # the heartbeat task goes on

@@ -156,6 +156,12 @@ class EventWriter:
             self._file.flush()
         return ev
 
+    def update_context(self, **fields: Any) -> None:
+        """Change context fields for the events that follow (after ``subscribe``: the new
+        ``subscription``, which the trace checker reads from any event for ``subscribed-only``)."""
+        with self._lock:
+            self._context.update({k: v for k, v in fields.items() if v is not None})
+
     def close(self) -> None:
         with self._lock:
             self._file.close()

@@ -128,6 +128,7 @@ class Driver:
             while not stop.stopped:
                 for command in stop.commands():
                     if "subscribe" in command:
+                        self.out.update_context(subscription=sorted(command["subscribe"]))
                         self.subscribe(command["subscribe"])
                     elif "stall_ms" in command:
                         time.sleep(command["stall_ms"] / 1000)  # librdkafka's threads go on

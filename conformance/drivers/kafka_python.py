@@ -164,6 +164,7 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
             while not stop.stopped:
                 for command in stop.commands():
                     if "subscribe" in command:
+                        self.out.update_context(subscription=sorted(command["subscribe"]))
                         self.consumer.subscribe(topics=list(command["subscribe"]), listener=self)
                     elif "stall_ms" in command:
                         time.sleep(command["stall_ms"] / 1000)  # the heartbeat thread goes on
