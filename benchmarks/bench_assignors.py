@@ -83,8 +83,8 @@ def _peer_child(conn: Any, strategy: str, problem: P.Problem, repeat: int) -> No
 
     logging.disable(logging.CRITICAL)  # kafka-python logs at WARNING per conflicting claim
     cluster = kafka_python_cluster(problem.partitions_per_topic, problem.subscriptions)
-    members = kafka_python_members(strategy, problem.subscriptions)
-    assignor = ASSIGNORS[strategy]
+    members = list(kafka_python_members(strategy, problem.subscriptions).values())  # kafka-python 3.0: a list
+    assignor = ASSIGNORS[strategy]()
     try:
         cpu, wall, result = _timed(lambda: assignor.assign(cluster, members), repeat)
     except Exception as e:  # a kafka-python bug on this input: report it, do not die

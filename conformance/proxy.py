@@ -1,4 +1,10 @@
-"""A loopback TCP proxy in front of the mock cluster that holds back the leader's SyncGroup.
+"""A loopback TCP proxy in front of a coordinator: decodes every group request and response, and
+holds back the leader's SyncGroup (for the mock cluster).
+
+Every request and response frame of the group protocol that passes is decoded by
+:mod:`conformance.group_wire` (kafka-python's protocol package) and kept in ``messages`` /
+written to ``wire_path`` (group-wire.jsonl): what the conformance comparison reads. The rest of
+this docstring is about the hold.
 
 Why: librdkafka's mock coordinator (rdkafka_mock_cgrp.c) completes a generation the moment the
 leader's SyncGroup arrives -- the leader's request carries every member's assignment, so
@@ -28,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import struct
 import threading
 import time
@@ -35,71 +43,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
+from conformance import group_wire as wire
 from conformance.mock_cluster import MockCluster
 
-SYNC_GROUP = 14
-# First flexible version (compact strings, tagged fields) of SyncGroup (SyncGroupRequest.json).
-SYNC_GROUP_FIRST_FLEXIBLE = 4
 LOOPBACK = "127.0.0.1"
+SYNC_GROUP = wire.SYNC_GROUP
 
 
 class ProtocolError(ValueError):
     """A request frame could not be read."""
 
 
-class _Buf:
-    """Reads Kafka primitive types (int16/32, strings, uvarints, compact forms) from bytes."""
-
-    def __init__(self, data: bytes, pos: int = 0) -> None:
-        self.data = data
-        self.pos = pos
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ProtocolError(f"truncated at byte {self.pos} (need {n})")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self._take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 35:
-                raise ProtocolError("uvarint too long")
-
-    def string(self, compact: bool) -> str | None:
-        n = self.uvarint() - 1 if compact else self.int16()
-        if n < 0:
-            return None
-        return self._take(n).decode("utf-8", errors="replace")
-
-    def skip_bytes(self, compact: bool) -> None:
-        n = self.uvarint() - 1 if compact else self.int32()
-        if n > 0:
-            self._take(n)
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._take(self.uvarint())
-
-
 @dataclass(frozen=True)
 class SyncGroupRequest:
-    """The parts of a SyncGroupRequest the proxy needs (SyncGroupRequest.json, v0-v5)."""
+    """The parts of a SyncGroupRequest the proxy needs to hold the leader's (SyncGroupRequest.json)."""
 
     version: int
     group_id: str
@@ -114,36 +73,20 @@ class SyncGroupRequest:
 
 def request_header(frame: bytes) -> tuple[int, int, int]:
     """(api key, api version, correlation id) of a request frame (without its size prefix)."""
-    buf = _Buf(frame)
-    return buf.int16(), buf.int16(), buf.int32()
+    head = wire.request_head(frame)
+    return head.api_key, head.api_version, head.correlation_id
 
 
 def parse_sync_group(frame: bytes) -> SyncGroupRequest | None:
     """The SyncGroup in a request frame, or None if the frame is another request."""
-    buf = _Buf(frame)
-    api_key, version, _correlation = buf.int16(), buf.int16(), buf.int32()
-    if api_key != SYNC_GROUP:
+    try:
+        head, fields = wire.decode_request(frame)
+    except wire.WireError as exc:
+        raise ProtocolError(str(exc)) from None
+    if head.api_key != SYNC_GROUP or fields is None:
         return None
-    flexible = version >= SYNC_GROUP_FIRST_FLEXIBLE
-    buf.string(compact=False)  # client id: a plain nullable string in header v1 and v2
-    if flexible:
-        buf.skip_tagged_fields()
-    group_id = buf.string(flexible) or ""
-    generation_id = buf.int32()
-    member_id = buf.string(flexible) or ""
-    if version >= 3:
-        buf.string(flexible)  # group instance id
-    if version >= 5:
-        buf.string(flexible)  # protocol type
-        buf.string(flexible)  # protocol name
-    count = buf.uvarint() - 1 if flexible else buf.int32()
-    members: list[str] = []
-    for _ in range(max(count, 0)):
-        members.append(buf.string(flexible) or "")
-        buf.skip_bytes(flexible)
-        if flexible:
-            buf.skip_tagged_fields()
-    return SyncGroupRequest(version, group_id, generation_id, member_id, tuple(members))
+    return SyncGroupRequest(head.api_version, fields["group_id"], fields["generation"], fields["member_id"],
+                            tuple(fields["assignments"]))
 
 
 @dataclass
@@ -162,8 +105,18 @@ class SyncGroupProxy:
     """The proxy: ``upstreams`` maps a broker id to the loopback port the broker listens on."""
 
     def __init__(self, upstreams: dict[int, int], *, hold_timeout_ms: int = 1500, settle_ms: int = 50,
-                 log_path: str | Path | None = None) -> None:
+                 log_path: str | Path | None = None, wire_path: str | Path | None = None,
+                 hold: bool = True, listen_ports: dict[int, int] | None = None) -> None:
         self.upstreams = dict(upstreams)
+        # Fixed ports to listen on (broker id -> port), for a broker told beforehand to advertise them.
+        self.listen_ports = dict(listen_ports or {})
+        self.hold = hold
+        # Every decoded group request and response (conformance.group_wire), in the order the proxy
+        # saw them; also appended to ``wire_path`` as JSON Lines when given.
+        self.messages: list[dict[str, Any]] = []
+        self._wire_path = Path(wire_path) if wire_path is not None else None
+        self._wire: IO[str] | None = None
+        self._conn_ids = itertools.count(1)
         self.hold_timeout_ms = hold_timeout_ms
         self.settle_ms = settle_ms
         self.ports: dict[int, int] = {}
@@ -175,6 +128,10 @@ class SyncGroupProxy:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._synced: dict[tuple[str, int], set[str]] = {}
+        # generation -> member ids the coordinator answered a JoinGroup for: only they will sync. The mock
+        # names in the leader's member list also members that never rejoined (docs/embedded-coordinator.md
+        # gap 7); waiting for their SyncGroup would hold the leader until the group had moved on.
+        self._answered: dict[int, set[str]] = {}
         self._cond: asyncio.Condition | None = None
 
     # -- life cycle -------------------------------------------------------------------------
@@ -191,6 +148,8 @@ class SyncGroupProxy:
         """Listen (one port per broker) and return {broker id: proxy port}."""
         if self._log_path is not None:
             self._log = open(self._log_path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        if self._wire_path is not None:
+            self._wire = open(self._wire_path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
         loop = asyncio.new_event_loop()
         self._loop = loop
         ready = threading.Event()
@@ -217,7 +176,8 @@ class SyncGroupProxy:
     async def _listen(self) -> None:
         self._cond = asyncio.Condition()
         for broker_id, upstream_port in self.upstreams.items():
-            server = await asyncio.start_server(self._accept(upstream_port), LOOPBACK, 0)
+            server = await asyncio.start_server(self._accept(upstream_port), LOOPBACK,
+                                                self.listen_ports.get(broker_id, 0))
             self._servers.append(server)
             self.ports[broker_id] = server.sockets[0].getsockname()[1]
             self._note(f"broker {broker_id}: 127.0.0.1:{self.ports[broker_id]} -> 127.0.0.1:{upstream_port}")
@@ -236,6 +196,9 @@ class SyncGroupProxy:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
 
     async def _shutdown(self) -> None:
         for server in self._servers:
@@ -259,15 +222,17 @@ class SyncGroupProxy:
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, port: int) -> None:
         self.stats.connections += 1
+        conn = next(self._conn_ids)
         try:
             up_r, up_w = await asyncio.open_connection(LOOPBACK, port)
         except OSError as exc:
             self._note(f"upstream 127.0.0.1:{port} refused: {exc}")
             client_w.close()
             return
-        down = asyncio.ensure_future(self._copy(up_r, client_w))
+        pending = wire.Correlations()
+        down = asyncio.ensure_future(self._responses(up_r, client_w, conn, pending))
         try:
-            await self._requests(client_r, up_w)
+            await self._requests(client_r, up_w, conn, pending)
         except (asyncio.IncompleteReadError, ConnectionError, ProtocolError):
             pass
         finally:
@@ -276,36 +241,90 @@ class SyncGroupProxy:
                 w.close()
             await asyncio.gather(down, return_exceptions=True)
 
-    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _responses(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: int,
+                         pending: wire.Correlations) -> None:
+        """Forward response frames unchanged; decode those that answer a group request."""
         try:
-            while chunk := await reader.read(65536):
-                writer.write(chunk)
+            while True:
+                size_bytes = await reader.readexactly(4)
+                (size,) = struct.unpack(">i", size_bytes)
+                if size < 0 or size > 100 * 1024 * 1024:
+                    raise ProtocolError(f"response frame size {size}")
+                frame = await reader.readexactly(size)
+                self._record_response(conn, pending, frame)
+                writer.write(size_bytes + frame)
                 await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
+        except (ConnectionError, asyncio.CancelledError, asyncio.IncompleteReadError, ProtocolError):
             pass
         finally:
             writer.close()
 
-    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _record_response(self, conn: int, pending: wire.Correlations, frame: bytes) -> None:
+        try:
+            correlation = wire.response_correlation(frame)
+        except wire.WireError:
+            return
+        sent = pending.answered(correlation)
+        if sent is None:
+            return
+        api_key, version = sent
+        try:
+            fields = wire.decode_response(frame, api_key, version)
+        except wire.WireError as exc:
+            fields = {"undecodable": str(exc)}
+        if api_key == wire.JOIN_GROUP and fields.get("error") == "NONE":
+            self._answered.setdefault(int(fields["generation"]), set()).add(str(fields["member_id"]))
+        self._record(wire.WireMessage(time.time_ns() // 1_000_000, conn, "response", wire.GROUP_APIS[api_key][0],
+                                      version, correlation, None, fields))
+
+    def _record(self, message: wire.WireMessage) -> None:
+        doc = message.to_json()
+        self.messages.append(doc)
+        if self._wire is not None:
+            self._wire.write(json.dumps(doc, separators=(",", ":")) + "\n")
+            self._wire.flush()
+
+    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: int,
+                        pending: wire.Correlations) -> None:
         while True:
             size_bytes = await reader.readexactly(4)
             (size,) = struct.unpack(">i", size_bytes)
             if size < 0 or size > 100 * 1024 * 1024:
                 raise ProtocolError(f"request frame size {size}")
             frame = await reader.readexactly(size)
-            sync = None
-            try:
-                sync = parse_sync_group(frame)
-            except ProtocolError as exc:
-                self._note(f"unreadable SyncGroup, forwarded as is: {exc}")
+            sync = self._record_request(conn, pending, frame)
             if sync is not None:
                 self.stats.sync_groups += 1
-                if sync.is_leader:
+                if sync.is_leader and self.hold:
                     await self._hold(sync)
             writer.write(size_bytes + frame)
             await writer.drain()
             if sync is not None and not sync.is_leader:
                 await self._synced_member(sync)
+
+    def _record_request(self, conn: int, pending: wire.Correlations, frame: bytes) -> SyncGroupRequest | None:
+        """Decode and record a group request; return it when it is a SyncGroup (for the hold)."""
+        try:
+            head = wire.request_head(frame)
+        except wire.WireError as exc:
+            self._note(f"unreadable request, forwarded as is: {exc}")
+            return None
+        if head.api_key not in wire.GROUP_APIS:
+            return None
+        pending.sent(head)
+        name = wire.GROUP_APIS[head.api_key][0]
+        try:
+            _, fields = wire.decode_request(frame)
+        except wire.WireError as exc:
+            self._note(f"unreadable {name}, forwarded as is: {exc}")
+            fields = {"undecodable": str(exc)}
+        assert fields is not None
+        self._record(wire.WireMessage(time.time_ns() // 1_000_000, conn, "request", name, head.api_version,
+                                      head.correlation_id, head.client_id, fields))
+        if head.api_key != SYNC_GROUP or "undecodable" in fields:
+            return None
+        return SyncGroupRequest(head.api_version, fields["group_id"], fields["generation"], fields["member_id"],
+                                tuple(fields["assignments"]))
 
     async def _synced_member(self, sync: SyncGroupRequest) -> None:
         assert self._cond is not None
@@ -318,7 +337,8 @@ class SyncGroupProxy:
     async def _hold(self, sync: SyncGroupRequest) -> None:
         assert self._cond is not None
         key = (sync.group_id, sync.generation_id)
-        others = set(sync.assigned_members) - {sync.member_id}
+        await asyncio.sleep(0.02)  # the followers' JoinGroup answers, sent with the leader's, pass other tasks
+        others = (set(sync.assigned_members) - {sync.member_id}) & self._answered.get(sync.generation_id, set())
         self.stats.leader_syncs_held += 1
         start = time.monotonic()
         self._note(f"leader SyncGroup held: group={sync.group_id} generation={sync.generation_id} "
@@ -352,15 +372,16 @@ class SyncGroupProxy:
 
 
 @contextlib.contextmanager
-def proxied(cluster: MockCluster, *, hold_timeout_ms: int = 1500,
-            log_path: str | Path | None = None) -> Iterator[tuple[SyncGroupProxy, str]]:
+def proxied(cluster: MockCluster, *, hold_timeout_ms: int = 1500, log_path: str | Path | None = None,
+            wire_path: str | Path | None = None, hold: bool = True) -> Iterator[tuple[SyncGroupProxy, str]]:
     """Put a :class:`SyncGroupProxy` in front of every broker of a running cluster.
 
     Yields (proxy, bootstrap servers through the proxy). The brokers advertise the proxy's ports
     while the block runs and their own ports again afterwards.
     """
     upstreams = cluster.broker_ports
-    proxy = SyncGroupProxy(upstreams, hold_timeout_ms=hold_timeout_ms, log_path=log_path)
+    proxy = SyncGroupProxy(upstreams, hold_timeout_ms=hold_timeout_ms, log_path=log_path, wire_path=wire_path,
+                           hold=hold)
     ports = proxy.start()
     try:
         for broker_id, port in ports.items():

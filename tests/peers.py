@@ -51,8 +51,8 @@ from kafka.cluster import ClusterMetadata
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-from kafka.coordinator.protocol import ConsumerProtocol
-from kafka.coordinator.subscription import Subscription as KafkaSubscription
+from kafka.protocol.consumer.group import JoinGroupResponse
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from kafka.protocol.metadata import MetadataResponse
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
@@ -78,13 +78,20 @@ def kafka_python_cluster(partitions_per_topic: Mapping[str, int],
                          subscriptions: Sequence[Subscription]) -> ClusterMetadata:
     """A ``ClusterMetadata`` holding the group's subscribed topics that have partitions."""
     subscribed = {topic for sub in subscriptions for topic in sub.topics}
+    topic_cls = MetadataResponse.MetadataResponseTopic
+    partition_cls = topic_cls.MetadataResponsePartition
     topics = [
-        (0, topic, False, [(0, partition, _BROKER_ID, [_BROKER_ID], [_BROKER_ID]) for partition in range(count)])
+        topic_cls(version=1, error_code=0, name=topic, topic_id=None, is_internal=False,
+                  partitions=[partition_cls(version=1, error_code=0, partition_index=p, leader_id=_BROKER_ID, leader_epoch=-1,
+                                            replica_nodes=[_BROKER_ID], isr_nodes=[_BROKER_ID], offline_replicas=[])
+                              for p in range(count)])
         for topic, count in sorted(partitions_per_topic.items())
         if topic in subscribed and count > 0
     ]
-    response = MetadataResponse[1](
-        brokers=[(_BROKER_ID, "127.0.0.1", 9092, None)], controller_id=_BROKER_ID, topics=topics)
+    response = MetadataResponse(
+        version=1, brokers=[MetadataResponse.MetadataResponseBroker(version=1, node_id=_BROKER_ID, host="127.0.0.1", port=9092,
+                                                                   rack=None)],
+        controller_id=_BROKER_ID, topics=topics)
     cluster = ClusterMetadata()
     cluster.update_metadata(response)
     return cluster
@@ -102,26 +109,28 @@ def _member_metadata(strategy: str, sub: Subscription) -> Any:
     return StickyPartitionAssignor._metadata(topics, owned, sub.generation)
 
 
-def kafka_python_members(strategy: str, subscriptions: Sequence[Subscription]) -> dict[str, KafkaSubscription]:
-    """``{member_id: Subscription}`` exactly as ``ConsumerCoordinator._perform_assignment`` builds it."""
+def kafka_python_members(strategy: str, subscriptions: Sequence[Subscription]) -> dict[str, Any]:
+    """``{member_id: JoinGroupResponseMember}`` with the metadata decoded, exactly as kafka-python 3.0's
+    ``ConsumerCoordinator._perform_assignment`` hands them to ``assign`` (a list of these)."""
     _assignor(strategy)
-    members: dict[str, KafkaSubscription] = {}
+    members: dict[str, Any] = {}
     for sub in subscriptions:
         if sub.member_id in members:
             raise ValueError(f"member id {sub.member_id!r} appears twice")
-        metadata = _member_metadata(strategy, sub)  # keep a reference: Struct.encode is a WeakMethod
-        wire = metadata.encode()
-        members[sub.member_id] = KafkaSubscription(ConsumerProtocol[0].METADATA.decode(wire), sub.instance_id)
+        wire = _member_metadata(strategy, sub).encode()
+        members[sub.member_id] = JoinGroupResponse.JoinGroupResponseMember(
+            member_id=sub.member_id, group_instance_id=sub.instance_id,
+            metadata=ConsumerProtocolSubscription.decode(wire))
     return members
 
 
 def kafka_python_assign(strategy: str, partitions_per_topic: Mapping[str, int],
                         subscriptions: Sequence[Subscription]) -> dict[str, tuple[TopicPartition, ...]]:
     """kafka-python's assignment for this problem: ``{member_id: sorted tuple of TopicPartition}``."""
-    assignor = _assignor(strategy)
+    assignor = _assignor(strategy)()  # kafka-python 3.0's sticky assign is an instance method
     cluster = kafka_python_cluster(partitions_per_topic, subscriptions)
     members = kafka_python_members(strategy, subscriptions)
-    result = assignor.assign(cluster, members)
+    result = assignor.assign(cluster, list(members.values()))
     missing = members.keys() - result.keys()
     if missing:
         raise AssertionError(f"kafka-python {strategy} returned no assignment for {sorted(missing)}")

@@ -12,7 +12,7 @@ What it records:
   leader", "Setting newly assigned partitions", "Revoking previously assigned partitions", heartbeat
   failures), the rest of ``aiokafka`` at INFO.
 - groupspec events from an aiokafka ``ConsumerRebalanceListener`` and the consume loop
-  (:mod:`conformance.drivers.common`). aiokafka 0.12 implements only the eager protocol and has no
+  (:mod:`conformance.drivers.common`). aiokafka (0.14 too) implements only the eager protocol and has no
   ``on_partitions_lost``. ``member_id`` / ``generation`` are the group coordinator's attributes of
   those names (``consumer._coordinator``, private: aiokafka exposes no getter); in
   ``on_partitions_revoked`` they are the generation being left, in ``on_partitions_assigned`` the
@@ -110,12 +110,16 @@ class Driver:
             "bootstrap_servers": self.args.bootstrap,
             "group_id": self.args.group,
             "client_id": self.args.member,
-            "partition_assignment_strategy": (ASSIGNORS[self.args.assignor],),
+            "partition_assignment_strategy": tuple(ASSIGNORS[a] for a in self.args.assignors),
             "session_timeout_ms": self.args.session_timeout_ms,
             "heartbeat_interval_ms": self.args.heartbeat_interval_ms,
-            "enable_auto_commit": False,
+            "enable_auto_commit": self.args.commit == "auto",
             "auto_offset_reset": "earliest",
         }
+        if self.args.instance_id is not None:
+            conf["group_instance_id"] = self.args.instance_id
+        if self.args.max_poll_interval_ms is not None:
+            conf["max_poll_interval_ms"] = self.args.max_poll_interval_ms
         for key, value in self.args.client_option:
             conf[key] = _option_value(value)
         consumer = AIOKafkaConsumer(**conf)
@@ -126,6 +130,12 @@ class Driver:
             consumer.subscribe(topics=list(self.args.topics), listener=Listener(self))
             self.out.write(STARTUP_COMPLETE, **startup_fields(self.args))
             while not stop.stopped:
+                for command in stop.commands():
+                    if "subscribe" in command:
+                        self.out.update_context(subscription=sorted(command["subscribe"]))
+                        consumer.subscribe(topics=list(command["subscribe"]), listener=Listener(self))
+                    elif "stall_ms" in command:
+                        await asyncio.sleep(command["stall_ms"] / 1000)  # the heartbeat task goes on
                 batches = await consumer.getmany(timeout_ms=self.args.poll_ms, max_records=self.args.max_records)
                 records = [(r.topic, r.partition, r.offset) for recs in batches.values() for r in recs]
                 if records:
@@ -147,6 +157,8 @@ class Driver:
         assert self.consumer is not None
         ident = self.identity()
         summaries = write_consumed(self.out, records, ident)
+        if self.args.commit != "sync":
+            return
         offsets = {ATP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "") for s in summaries}
         try:
             await self.consumer.commit(offsets)
@@ -159,7 +171,7 @@ class Driver:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("conformance.drivers.aiokafka", argv, tuple(ASSIGNORS))
     configure_logging()
-    stop = StopFlag()
+    stop = StopFlag(args.events + ".ctl")
     return 0 if asyncio.run(Driver(args).run(stop)) else 1
 
 

@@ -15,6 +15,12 @@ Records: the consume loop mirrors Apache Kafka's VerifiableConsumer
 writes one ``records_consumed`` event (``count``, and per partition ``count``, ``minOffset``,
 ``maxOffset``), then commits ``maxOffset + 1`` of each of those partitions synchronously and writes
 ``offsets_committed`` (``offsets``: topic, partition, offset; ``success``; ``error`` when it failed).
+``--commit none`` makes no commit, ``--commit auto`` leaves it to the client's auto-commit.
+
+Commands while running (the conformance runner, conformance/real_run.py): the runner appends a JSON line
+to ``<events>.ctl`` and sends SIGUSR1; at its next loop turn the driver applies it -- ``{"subscribe":
+[topics]}`` calls the client's subscribe, ``{"stall_ms": N}`` stops calling poll for N ms (the client's
+heartbeat goes on, so past ``max.poll.interval.ms`` the member leaves the group, as a long batch would).
 """
 
 from __future__ import annotations
@@ -69,6 +75,21 @@ class DriverArgs:
     poll_ms: int
     max_records: int
     client_option: tuple[tuple[str, str], ...]
+    commit: str = "sync"  # sync: commit after each poll (VerifiableConsumer); none; auto (enable.auto.commit)
+    instance_id: str | None = None
+    max_poll_interval_ms: int | None = None
+
+    @property
+    def assignors(self) -> tuple[str, ...]:
+        """``--assignor`` may list several, comma-separated, in preference order (Kafka's
+        partition.assignment.strategy)."""
+        return tuple(a for a in self.assignor.split(",") if a)
+
+    @property
+    def protocol(self) -> str:
+        """The rebalance protocol the assignors make: cooperative only when every one supports it
+        (ConsumerCoordinator's constructor: the highest protocol common to all), as the model says."""
+        return "cooperative" if all(a == "cooperative-sticky" for a in self.assignors) else "eager"
 
 
 def parse_args(prog: str, argv: Sequence[str] | None, assignors: Iterable[str] = ASSIGNORS) -> DriverArgs:
@@ -77,15 +98,23 @@ def parse_args(prog: str, argv: Sequence[str] | None, assignors: Iterable[str] =
     parser.add_argument("--group", required=True)
     parser.add_argument("--topic", action="append", required=True, dest="topics")
     parser.add_argument("--member", required=True, help="this consumer's name in the trace (also its client id)")
-    parser.add_argument("--assignor", default="range", choices=list(assignors))
+    parser.add_argument("--assignor", default="range",
+                        help=f"assignor, or several comma-separated in preference order: {', '.join(assignors)}")
     parser.add_argument("--events", required=True, help="groupspec JSON Lines written here")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--heartbeat-interval-ms", type=int, default=500)
     parser.add_argument("--poll-ms", type=int, default=200)
     parser.add_argument("--max-records", type=int, default=100, help="records per poll at most")
+    parser.add_argument("--commit", default="sync", choices=["sync", "none", "auto"],
+                        help="sync: commitSync after each poll's records; none; auto: enable.auto.commit")
+    parser.add_argument("--instance-id", default=None, help="group.instance.id (static membership)")
+    parser.add_argument("--max-poll-interval-ms", type=int, default=None)
     parser.add_argument("-X", action="append", default=[], metavar="KEY=VALUE",
                         help="extra client configuration (client-specific names)")
     ns = parser.parse_args(argv)
+    bad = [a for a in ns.assignor.split(",") if a not in assignors]
+    if bad or not ns.assignor:
+        parser.error(f"--assignor {ns.assignor!r}: this client offers {', '.join(assignors)}")
     options: list[tuple[str, str]] = []
     for item in ns.X:
         key, sep, value = item.partition("=")
@@ -96,7 +125,8 @@ def parse_args(prog: str, argv: Sequence[str] | None, assignors: Iterable[str] =
         bootstrap=ns.bootstrap, group=ns.group, topics=tuple(ns.topics), member=ns.member,
         assignor=ns.assignor, events=ns.events, session_timeout_ms=ns.session_timeout_ms,
         heartbeat_interval_ms=ns.heartbeat_interval_ms, poll_ms=ns.poll_ms, max_records=ns.max_records,
-        client_option=tuple(options),
+        client_option=tuple(options), commit=ns.commit, instance_id=ns.instance_id,
+        max_poll_interval_ms=ns.max_poll_interval_ms,
     )
 
 
@@ -126,18 +156,44 @@ class EventWriter:
             self._file.flush()
         return ev
 
+    def update_context(self, **fields: Any) -> None:
+        """Change context fields for the events that follow (after ``subscribe``: the new
+        ``subscription``, which the trace checker reads from any event for ``subscribed-only``)."""
+        with self._lock:
+            self._context.update({k: v for k, v in fields.items() if v is not None})
+
     def close(self) -> None:
         with self._lock:
             self._file.close()
 
 
 class StopFlag:
-    """Set by SIGTERM / SIGINT; the poll loop checks it."""
+    """Set by SIGTERM / SIGINT; the poll loop checks it. SIGUSR1 says a command waits in the
+    control file (``<events>.ctl``, see :meth:`commands`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, control_path: str | None = None) -> None:
         self._event = threading.Event()
+        self._control = threading.Event()
+        self._control_path = control_path
+        self._done = 0
         signal.signal(signal.SIGTERM, self._handler)
         signal.signal(signal.SIGINT, self._handler)
+        signal.signal(signal.SIGUSR1, lambda signum, frame: self._control.set())
+
+    def commands(self) -> list[dict[str, Any]]:
+        """Commands the runner appended to the control file since the last call, as JSON objects:
+        ``{"subscribe": [topics]}`` (KafkaConsumer.subscribe) or ``{"stall_ms": N}`` (the application
+        stops polling for N ms while the client's heartbeat goes on: a long batch)."""
+        if not self._control.is_set() or self._control_path is None:
+            return []
+        self._control.clear()
+        try:
+            with open(self._control_path, encoding="utf-8") as fh:
+                lines = [json.loads(line) for line in fh if line.strip()]
+        except (OSError, json.JSONDecodeError):
+            return []
+        new, self._done = lines[self._done:], len(lines)
+        return new
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         self._event.set()

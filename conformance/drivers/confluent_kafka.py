@@ -17,14 +17,16 @@ What it records, and where each field comes from:
   (``rd_kafka_consumer_group_metadata_write``, rdkafka_cgrp.c: ``"CGMDv2:"``, the generation as a
   native int32, then group id, member id, instance id as NUL-terminated strings), which carries
   the generation the consumer is in at that moment; :func:`generation_of` reads it.
-- ``protocol``: ``cooperative`` for cooperative-sticky, else ``eager`` (librdkafka picks the
-  rebalance protocol from the assignors, rd_kafka_cgrp.c ``rd_kafka_cgrp_assignor_run``).
+- ``protocol``: ``cooperative`` when every assignor given is cooperative-sticky, else ``eager``
+  (``DriverArgs.protocol``; librdkafka picks the rebalance protocol from the assignors, rd_kafka_cgrp.c
+  ``rd_kafka_cgrp_assignor_run``).
 """
 
 from __future__ import annotations
 
 import struct
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,24 +63,22 @@ def generation_of(cgmd: bytes) -> int | None:
     return int(generation)
 
 
-def protocol_of(assignor: str) -> str:
-    return "cooperative" if assignor == "cooperative-sticky" else "eager"
-
-
 def client_config(args: DriverArgs) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
         "client.id": args.member,
-        "partition.assignment.strategy": args.assignor,
+        "partition.assignment.strategy": ",".join(args.assignors),
         "session.timeout.ms": args.session_timeout_ms,
         "heartbeat.interval.ms": args.heartbeat_interval_ms,
-        "enable.auto.commit": False,
+        "enable.auto.commit": args.commit == "auto",
         "auto.offset.reset": "earliest",
         "debug": "cgrp",
         # librdkafka refuses max.poll.interval.ms < session.timeout.ms.
-        "max.poll.interval.ms": max(args.session_timeout_ms, 30000),
+        "max.poll.interval.ms": max(args.session_timeout_ms, args.max_poll_interval_ms or 30000),
     }
+    if args.instance_id is not None:
+        conf["group.instance.id"] = args.instance_id
     for key, value in args.client_option:
         conf[key] = value
     return conf
@@ -88,7 +88,7 @@ class Driver:
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
         self.out = EventWriter(
-            args.events, member=args.member, group=args.group, protocol=protocol_of(args.assignor),
+            args.events, member=args.member, group=args.group, protocol=args.protocol,
             assignor=args.assignor, client=CLIENT,
         )
         self.consumer = Consumer(client_config(args))
@@ -116,13 +116,22 @@ class Driver:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def run(self, stop: StopFlag) -> bool:
-        self.consumer.subscribe(list(self.args.topics), on_assign=self.on_assign, on_revoke=self.on_revoke,
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self.consumer.subscribe(list(topics), on_assign=self.on_assign, on_revoke=self.on_revoke,
                                 on_lost=self.on_lost)
+
+    def run(self, stop: StopFlag) -> bool:
+        self.subscribe(self.args.topics)
         self.out.write(STARTUP_COMPLETE, **startup_fields(self.args))
         failed = False
         try:
             while not stop.stopped:
+                for command in stop.commands():
+                    if "subscribe" in command:
+                        self.out.update_context(subscription=sorted(command["subscribe"]))
+                        self.subscribe(command["subscribe"])
+                    elif "stall_ms" in command:
+                        time.sleep(command["stall_ms"] / 1000)  # librdkafka's threads go on
                 messages = self.consumer.consume(num_messages=self.args.max_records,
                                                  timeout=self.args.poll_ms / 1000)
                 records = []
@@ -150,6 +159,8 @@ class Driver:
     def consumed(self, records: list[tuple[str, int, int]]) -> None:
         ident = self.identity()
         summaries = write_consumed(self.out, records, ident)
+        if self.args.commit != "sync":
+            return
         offsets = [TopicPartition(s.topic, s.partition, s.max_offset + 1) for s in summaries]
         try:
             result = self.consumer.commit(offsets=offsets, asynchronous=False)
@@ -162,7 +173,7 @@ class Driver:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("conformance.drivers.confluent_kafka", argv, ("range", "roundrobin", "cooperative-sticky"))
-    stop = StopFlag()
+    stop = StopFlag(args.events + ".ctl")
     return 0 if Driver(args).run(stop) else 1
 
 

@@ -1,7 +1,7 @@
-"""Consumer driver for kafka-python (pure Python; eager protocol only).
+"""Consumer driver for kafka-python (pure Python; eager assignors and, since 3.0, cooperative-sticky).
 
 Run as ``python -m conformance.drivers.kafka_python --bootstrap ... --group g --topic orders
---member k1 --assignor range|roundrobin|sticky --events k1.jsonl 2> k1.log``.
+--member k1 --assignor range|roundrobin|sticky|cooperative-sticky --events k1.jsonl 2> k1.log``.
 
 What it records:
 
@@ -15,9 +15,10 @@ What it records:
   one DEBUG message is dropped: ``coordinator.poll: timeout in ensure_active_group; returning
   early``, which kafka-python repeats on every poll while a rebalance is in progress.
 - groupspec events from a ``ConsumerRebalanceListener`` and the consume loop
-  (:mod:`conformance.drivers.common`). kafka-python 2.3.3 implements only the eager protocol
-  (no cooperative assignor, no ``on_partitions_lost``: a member that fell out of the group
-  reports the loss as ``on_partitions_revoked``). ``member_id`` and ``generation`` are read from
+  (:mod:`conformance.drivers.common`). kafka-python 3.0 brought KIP-429: a
+  ``CooperativeStickyAssignor`` (kafka/coordinator/assignors/cooperative_sticky.py) and
+  ``ConsumerRebalanceListener.on_partitions_lost`` (before 3.0 only the eager protocol, and a lost
+  assignment reported as revoked). ``member_id`` and ``generation`` are read from
   the coordinator's ``_generation`` (kafka.coordinator.base.Generation; a private attribute:
   kafka-python has no public getter that works inside the callbacks, ``generation_if_stable()``
   answers None while rebalancing). In ``on_partitions_revoked`` it is the generation being left,
@@ -32,12 +33,15 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
 import kafka
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
@@ -47,6 +51,7 @@ from kafka.structs import TopicPartition as KTP
 
 from conformance.drivers.common import (
     PARTITIONS_ASSIGNED,
+    PARTITIONS_LOST,
     PARTITIONS_REVOKED,
     SHUTDOWN_COMPLETE,
     STARTUP_COMPLETE,
@@ -65,6 +70,7 @@ ASSIGNORS = {
     "range": RangePartitionAssignor,
     "roundrobin": RoundRobinPartitionAssignor,
     "sticky": StickyPartitionAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor,
 }
 DEFAULT_API_VERSION = (2, 3, 0)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -72,11 +78,15 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 # kafka-python logs this at DEBUG on every poll() while a rebalance is in progress (hundreds of
 # times a second); it says nothing the surrounding lines do not, and would make up most of a log.
+# kafka-python 3.0 adds "need_rejoin: False ..." at DEBUG on every poll (a "True" line says why it
+# rejoins and is kept).
 POLL_SPAM = "coordinator.poll: timeout in ensure_active_group; returning early"
+POLL_SPAM_PREFIX = "need_rejoin: False"
 
 
 def _not_poll_spam(record: logging.LogRecord) -> bool:
-    return record.msg != POLL_SPAM
+    msg = str(record.msg)
+    return msg != POLL_SPAM and not msg.startswith(POLL_SPAM_PREFIX)
 
 
 def configure_logging() -> None:
@@ -106,13 +116,17 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
         "bootstrap_servers": args.bootstrap.split(","),
         "group_id": args.group,
         "client_id": args.member,
-        "partition_assignment_strategy": [ASSIGNORS[args.assignor]],
+        "partition_assignment_strategy": [ASSIGNORS[a] for a in args.assignors],
         "session_timeout_ms": args.session_timeout_ms,
         "heartbeat_interval_ms": args.heartbeat_interval_ms,
-        "enable_auto_commit": False,
+        "enable_auto_commit": args.commit == "auto",
         "auto_offset_reset": "earliest",
         "api_version": DEFAULT_API_VERSION,
     }
+    if args.instance_id is not None:
+        conf["group_instance_id"] = args.instance_id
+    if args.max_poll_interval_ms is not None:
+        conf["max_poll_interval_ms"] = args.max_poll_interval_ms
     for key, value in args.client_option:
         conf[key] = _option_value(key, value)
     return conf
@@ -121,7 +135,7 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
 class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
-        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol="eager",
+        self.out = EventWriter(args.events, member=args.member, group=args.group, protocol=args.protocol,
                                assignor=args.assignor, client=CLIENT)
         self.consumer = KafkaConsumer(**client_config(args))
 
@@ -136,6 +150,9 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
     def on_partitions_revoked(self, revoked: Any) -> None:
         self.out.write(PARTITIONS_REVOKED, partitions=tps(revoked), **self.identity())
 
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.out.write(PARTITIONS_LOST, partitions=tps(lost), **self.identity())
+
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.out.write(PARTITIONS_ASSIGNED, partitions=tps(assigned), **self.identity())
 
@@ -145,11 +162,18 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
         failed = False
         try:
             while not stop.stopped:
+                for command in stop.commands():
+                    if "subscribe" in command:
+                        self.out.update_context(subscription=sorted(command["subscribe"]))
+                        self.consumer.subscribe(topics=list(command["subscribe"]), listener=self)
+                    elif "stall_ms" in command:
+                        time.sleep(command["stall_ms"] / 1000)  # the heartbeat thread goes on
                 batches = self.consumer.poll(timeout_ms=self.args.poll_ms, max_records=self.args.max_records)
                 records = [(r.topic, r.partition, r.offset) for recs in batches.values() for r in recs]
                 if records:
                     self.consumed(records)
         except KafkaError as exc:
+            traceback.print_exc(file=sys.stderr)  # where the client raised it: evidence for a finding
             sys.stderr.write(f"groupspec driver: fatal: {exc!r}\n")
             failed = True
         try:
@@ -164,6 +188,8 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
     def consumed(self, records: list[tuple[str, int, int]]) -> None:
         ident = self.identity()
         summaries = write_consumed(self.out, records, ident)
+        if self.args.commit != "sync":
+            return
         offsets = {KTP(s.topic, s.partition): OffsetAndMetadata(s.max_offset + 1, "", -1) for s in summaries}
         try:
             self.consumer.commit(offsets=offsets)
@@ -176,7 +202,7 @@ class Driver(ConsumerRebalanceListener):  # type: ignore[misc]
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args("conformance.drivers.kafka_python", argv, tuple(ASSIGNORS))
     configure_logging()
-    stop = StopFlag()
+    stop = StopFlag(args.events + ".ctl")
     return 0 if Driver(args).run(stop) else 1
 
 

@@ -37,6 +37,8 @@ DRIVER_MODULES = {
 }
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Drivers that are a JVM: Kafka configuration names on -X, no control file (stall by <events>.stall).
+JAVA_CLIENTS = ("java", "verifiable-consumer")
 
 T = TypeVar("T")
 
@@ -111,6 +113,9 @@ class DriverConfig:
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 500
     options: dict[str, str] = field(default_factory=dict)
+    commit: str = "sync"
+    instance_id: str | None = None
+    max_poll_interval_ms: int | None = None
 
     def argv(self) -> list[str]:
         try:
@@ -123,6 +128,21 @@ class DriverConfig:
                 "--heartbeat-interval-ms", str(self.heartbeat_interval_ms)]
         for topic in self.topics:
             argv += ["--topic", topic]
+        if self.client in JAVA_CLIENTS:
+            # The Java driver takes Kafka's consumer configuration names (ConsumerDriver.java).
+            extra = {"enable.auto.commit": "true" if self.commit == "auto" else None,
+                     "group.instance.id": self.instance_id,
+                     "max.poll.interval.ms": None if self.max_poll_interval_ms is None else str(self.max_poll_interval_ms)}
+            for key, value in extra.items():
+                if value is not None:
+                    argv += ["-X", f"{key}={value}"]
+        else:
+            if self.commit != "sync":
+                argv += ["--commit", self.commit]
+            if self.instance_id is not None:
+                argv += ["--instance-id", self.instance_id]
+            if self.max_poll_interval_ms is not None:
+                argv += ["--max-poll-interval-ms", str(self.max_poll_interval_ms)]
         for key, value in self.options.items():
             argv += ["-X", f"{key}={value}"]
         return argv
@@ -161,9 +181,28 @@ class ConsumerProcess:
     def owned(self) -> set[TopicPartition]:
         return owned_after(self.events())
 
+    def command(self, command: dict[str, Any]) -> None:
+        """Hand the driver a command (``{"subscribe": [...]}``, ``{"stall_ms": N}``): appended to
+        its control file, then SIGUSR1; the driver applies it at its next poll loop turn."""
+        path = Path(str(self.config.events_path) + ".ctl")
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(command) + "\n")
+        if self.alive:
+            self.proc.send_signal(signal.SIGUSR1)
+
+    def freeze(self) -> None:
+        """SIGSTOP: the whole process stops, heartbeat thread included (a VM pause, a long GC)."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        if self.alive:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self, timeout_s: float = 15.0) -> int:
         """SIGTERM (clean close: LeaveGroup, shutdown_complete); SIGKILL if it does not exit in time."""
         if self.alive:
+            self.proc.send_signal(signal.SIGCONT)  # harmless if running; a frozen one must wake to close
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=timeout_s)
@@ -215,6 +254,7 @@ class Fleet:
         """Stop every live process: SIGTERM then SIGKILL (graceful), or SIGKILL at once."""
         for proc in self.processes:
             if proc.alive and graceful:
+                proc.proc.send_signal(signal.SIGCONT)
                 proc.proc.send_signal(signal.SIGTERM)
         for proc in self.processes:
             try:

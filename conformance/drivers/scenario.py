@@ -75,7 +75,8 @@ class GroupRun:
             self.bootstrap = self.cluster.bootstrap_servers
             if cfg.proxy:
                 self.proxy, self.bootstrap = self._stack.enter_context(
-                    proxied(self.cluster, log_path=self.out_dir / "proxy.log"))
+                    proxied(self.cluster, log_path=self.out_dir / "proxy.log",
+                            wire_path=self.out_dir / "group-wire.jsonl"))
             self._stack.enter_context(self._fleet)
             self._note("cluster_started", bootstrap=self.bootstrap)
         except BaseException:

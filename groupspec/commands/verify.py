@@ -6,8 +6,9 @@
    monitor on, and its trace through the trace checker: the two must agree (a checker that flags a
    correct model run, or misses what the model's own monitor saw, is a bug in one of them);
 4. **mutants** -- every mutant of ``model.mutants``, run the same way: which layers catch it;
-5. **conformance** -- real clients (librdkafka, kafka-python, aiokafka) run the capture scenario
-   against librdkafka's embedded mock cluster, and their traces go through the checker.
+5. **conformance** -- a short conformance campaign (``groupspec conform``): real clients (librdkafka,
+   kafka-python, aiokafka) in one group run generated scenarios against librdkafka's embedded mock
+   cluster, and each run is compared with the model's run of the same scenario.
 
 Writes DIR/verify.json, verify.md and verify.html (and the proof report beside them). Exit 0 when
 every obligation is proved and every mutant refuted, every example keeps its promises, model and
@@ -182,32 +183,27 @@ def mutants(examples: Path, proof_summary: dict[str, Any] | None,
 
 
 def conformance(out: Path) -> list[dict[str, Any]]:
-    from groupspec.commands.check import check
-    from traces.state import CheckConfig
-
+    """A short conformance campaign (docs/conformance.md): a mixed group of the three Python clients,
+    range, two drawn scenarios, each compared with the model."""
     try:
-        from conformance.capture import CAPTURES, run_capture
+        from conformance import campaign
     except (ImportError, OSError) as exc:  # no librdkafka on this machine: say so, do not hide it
         return [{"capture": "all", "ok": False, "error": f"the embedded coordinator cannot start: {exc}"}]
-    from groupspec.check_report import write as write_check
+    _say("conformance: a short campaign (real clients against the embedded coordinator) ...")
+    from conformance import findings
+    from groupspec.conform_report import document as conform_document
+    from groupspec.render import write_report as write_conform
 
+    plan = campaign.plan(0, 2, ["range"], [["confluent-kafka", "kafka-python", "aiokafka"]])
+    records = campaign.campaign(plan, out / "conformance")
+    data = campaign.document(records, findings.load(), seed=0, cluster="mock", versions=campaign.client_versions())
+    write_conform(out, "conformance", data, conform_document(data))  # conformance.html, linked from verify.html
     rows = []
-    target = out / "conformance"
-    for spec in CAPTURES:
-        _say(f"conformance: {spec.name} (real clients against the embedded coordinator) ...")
-        result = run_capture(spec, target)
-        row: dict[str, Any] = {"capture": spec.name, "seconds": result.seconds, "error": result.error}
-        if result.ok:
-            report = check([str(target / spec.name)], CheckConfig(), with_activity=True)
-            write_check(report, out / "checks" / spec.name)  # beside, not inside, the capture it checks
-            row["report"] = f"checks/{spec.name}/report.html"
-            row["violations"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "violation"})
-            row["warnings"] = sorted({f["invariant"] for f in report["findings"] if f["severity"] == "warning"})
-            row["events"] = report["input"]["events"]
-            row["ok"] = not row["violations"]
-        else:
-            row["ok"] = False
-        rows.append(row)
+    for r in records:
+        diffs = r.comparison.get("differences", [])
+        rows.append({"capture": f"run {r.index} ({r.kind}): {r.replay}", "seconds": r.seconds, "error": r.error,
+                     "events": r.comparison.get("rounds", "-"), "ok": r.verdict in ("pass", "unsupported"),
+                     "violations": sorted({d["invariant"] or d["comparison"] for d in diffs}), "warnings": []})
     return rows
 
 
@@ -337,10 +333,10 @@ def document(data: dict[str, Any]) -> Document:
                    for r in data["mutants"]])]))
     if data.get("conformance") is not None:
         blocks.append(Section("Real clients against the embedded coordinator", [
-            "Each capture runs three real consumers of one client library against librdkafka's mock cluster "
-            "(joins one after another, a clean leave, a SIGKILL); the traces go through `groupspec check`. "
-            "Traces are in conformance/ beside this file; docs/embedded-coordinator.md lists the mock's known gaps.",
-            Table(["capture", "events", "violations", "warnings", "seconds", "status", "check report"],
+            "A short `groupspec conform` campaign: a group of librdkafka, kafka-python and aiokafka consumers runs "
+            "generated scenarios against librdkafka's mock cluster, each compared with the model "
+            "(docs/conformance.md). Runs are in conformance/runs/ beside this file.",
+            Table(["run and its replay", "assignor rounds", "divergences", "warnings", "seconds", "status", "check report"],
                   [[r["capture"], r.get("events", "-"), _names(r.get("violations")), _names(r.get("warnings")),
                     r.get("seconds", "-"), "ok" if r["ok"] else (r.get("error") or "failed"),
                     Link("report.html", r["report"]) if r.get("report") else "-"]
@@ -378,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
                            lambda rows: all(r["model_monitor"] or r["checker"] or r["assign_examples"] or r["proofs"]
                                             for r in rows))
     data["conformance"] = None if args.skip_clients else part(
-        "conformance", "python -m conformance.capture --out DIR && groupspec check DIR/<capture>",
+        "conformance", f"groupspec conform --strategies range --examples 2 --out {out}/conformance",
         lambda: conformance(out), lambda rows: all(r["ok"] for r in rows))
     data["ok"] = all(p["ok"] for p in data["parts"])
     data["known_behaviours"] = known_behaviours(data)

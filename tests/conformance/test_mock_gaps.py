@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 from kafka.errors import KafkaProtocolError
-from kafka.protocol.commit import OffsetCommitRequest
-from kafka.protocol.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+from kafka.protocol.old.commit import OffsetCommitRequest
+from kafka.protocol.old.group import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 
 from conformance.mock_cluster import MockCluster
 from conformance.proxy import proxied

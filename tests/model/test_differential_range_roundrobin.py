@@ -182,10 +182,10 @@ def test_cluster_metadata_holds_subscribed_topics_with_partitions_only() -> None
 def test_member_metadata_carries_topics_and_instance_id() -> None:
     members = kafka_python_members("range", [sub("m1", "t2", "t1", "t2", instance_id="i1"), sub("m2", "t1")])
     assert list(members) == ["m1", "m2"]
-    assert members["m1"].topics == ["t1", "t2"]
+    assert members["m1"].metadata.topics == ["t1", "t2"]
     assert members["m1"].group_instance_id == "i1"
     assert members["m2"].group_instance_id is None
-    assert members["m1"].user_data == b""
+    assert not members["m1"].metadata.user_data
 
 
 def test_sticky_user_data_carries_owned_partitions_and_generation() -> None:
@@ -195,14 +195,14 @@ def test_sticky_user_data_carries_owned_partitions_and_generation() -> None:
         Subscription("rejoining", ("t0", "t1"), owned=owned, generation=7),
         Subscription("owned-nothing", ("t0",), owned=(), generation=3),
     ])
-    fresh = StickyPartitionAssignor.parse_member_metadata(members["fresh"])
-    assert members["fresh"].user_data == b""
+    fresh = StickyPartitionAssignor.parse_member_metadata(members["fresh"].metadata)
+    assert not members["fresh"].metadata.user_data
     assert (fresh.partitions, fresh.generation) == ([], -1)
-    rejoining = StickyPartitionAssignor.parse_member_metadata(members["rejoining"])
+    rejoining = StickyPartitionAssignor.parse_member_metadata(members["rejoining"].metadata)
     assert sorted(rejoining.partitions) == sorted(owned)
     assert rejoining.generation == 7
     assert rejoining.subscription == ["t0", "t1"]
-    nothing = StickyPartitionAssignor.parse_member_metadata(members["owned-nothing"])
+    nothing = StickyPartitionAssignor.parse_member_metadata(members["owned-nothing"].metadata)
     assert (nothing.partitions, nothing.generation) == ([], 3)
 
 

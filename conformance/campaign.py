@@ -1,0 +1,241 @@
+"""A conformance campaign: scenarios run by real clients and by the model, and compared.
+
+:func:`run_scenario` is one run: the scenario goes through the model (``model.system_run.simulate``
+with the invariant monitor, exactly as ``groupspec simulate`` runs it) and through real clients
+(:mod:`conformance.real_run`); :mod:`conformance.compare` holds them side by side. Its verdict:
+
+- ``unsupported``: a step this (client, coordinator) pair cannot do; nothing is run, the reasons are
+  listed (:func:`conformance.real_run.unsupported`);
+- ``error``: the infrastructure failed (a client that could not start, a cluster that did not come
+  up); never a pass;
+- ``divergence``: the comparison found a difference; both traces, the scenario, the clients and their
+  versions and one replay command are in the run's directory;
+- ``pass``.
+
+:func:`campaign` draws scenarios (:func:`conformance.strategies.draw`, seeded) for every strategy and
+client set asked for and runs them, ``workers`` groups side by side (each with its own mock cluster
+and proxy). The run directory of each is ``OUT/runs/NNN-strategy-clients``; ``scenario.json`` in it is
+a file ``groupspec simulate`` accepts, and ``run.json`` the record below.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance import compare as cmp
+from conformance import strategies
+from conformance.real_run import CLIENT_ASSIGNORS, RealRun, member_clients, unsupported
+
+VERDICTS = ("pass", "divergence", "unsupported", "error")
+
+
+def client_versions() -> dict[str, str]:
+    """Installed version of every client (and librdkafka)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for dist in CLIENT_ASSIGNORS:
+        if dist == "java":
+            out[dist] = "kafka-clients 4.1.1"  # conformance/java/consumer/pom.xml
+            continue
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    try:
+        from conformance.mock_cluster import library_info
+
+        out["librdkafka"] = library_info().version
+    except Exception as exc:  # reported, not fatal: the mock's version is only informative here
+        out["librdkafka"] = f"unknown ({exc})"
+    return out
+
+
+@dataclass
+class RunRecord:
+    index: int
+    scenario: str  # path of scenario.json
+    strategy: str
+    kind: str
+    clients: list[str]
+    members: dict[str, str]
+    client_version: str
+    verdict: str
+    replay: str
+    reasons: list[str] = field(default_factory=list)
+    comparison: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    out_dir: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "client": ",".join(self.clients), "client_version": self.client_version,
+                "strategy": self.strategy, "kind": self.kind, "scenario": self.scenario, "members": self.members,
+                "verdict": self.verdict, "replay": self.replay, "reasons": self.reasons,
+                "comparison": self.comparison, "error": self.error, "seconds": self.seconds, "dir": self.out_dir}
+
+
+def model_run(doc: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, str], tuple[str, ...], list[str]]:
+    """The model's run of the scenario (seed 0, as ``groupspec simulate`` runs it): failed invariants
+    (id -> first message), the ids checked, and the skipped steps; its trace is written to
+    ``model-trace.jsonl``."""
+    from dataclasses import replace
+
+    from model.invariants.protocol import WARNINGS, Monitor
+    from model.scenario import parse
+    from model.system_run import simulate
+
+    scenario = parse(doc)
+    monitor = Monitor(replace(scenario.config, mutants=frozenset()))
+    result = simulate(scenario, seed=0, observer=monitor.observe)
+    assert result.final is not None
+    monitor.finish(result.final)
+    with (out_dir / "model-trace.jsonl").open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(e) + "\n" for e in result.events)
+    failed: dict[str, str] = {}
+    for v in monitor.violations:
+        if v.invariant not in WARNINGS:
+            failed.setdefault(v.invariant, v.message)
+    return failed, tuple(monitor.checked), [f"steps[{i}]: {why}" for i, why in result.skipped]
+
+
+def replay_command(scenario_path: Path, clients: Sequence[str], cluster: str) -> str:
+    return (f"groupspec conform --scenario {shlex.quote(str(scenario_path))} --clients {','.join(clients)}"
+            + (f" --cluster {cluster}" if cluster != "mock" else ""))
+
+
+def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, *, index: int = 0,
+                 cluster: str = "mock", versions: Mapping[str, str] | None = None) -> RunRecord:
+    """Run one scenario with real clients and the model, compare, and write the run's directory."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scenario_path = out_dir / "scenario.json"
+    scenario_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    members = member_clients(doc, clients)
+    used = sorted(set(members.values()))
+    versions = versions or client_versions()
+    strategy = ",".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", ["range"])}))
+    record = RunRecord(index, str(scenario_path), strategy, strategies.kind(dict(doc)), list(clients), members,
+                       ", ".join(f"{c} {versions.get(c, '?')}" for c in used), "pass",
+                       replay_command(scenario_path, clients, cluster), out_dir=str(out_dir))
+    reasons = unsupported(doc, members, cluster)
+    if reasons:
+        record.verdict, record.reasons = "unsupported", reasons
+        return _written(record, out_dir)
+    try:
+        model_failed, model_checked, skipped = model_run(doc, out_dir)
+    except Exception as exc:
+        record.verdict, record.error = "error", f"the model could not run the scenario: {type(exc).__name__}: {exc}"
+        return _written(record, out_dir)
+    try:
+        with RealRun(doc, members, out_dir, cluster=cluster) as run:
+            result = run.run()
+    except Exception as exc:
+        record.verdict, record.error = "error", f"{type(exc).__name__}: {exc}"
+        return _written(record, out_dir)
+    record.seconds = result.seconds
+    if result.error is not None:
+        record.verdict, record.error = "error", result.error
+        return _written(record, out_dir)
+    comparison = cmp.Comparison()
+    if skipped:
+        comparison.notes += [f"model skipped {s}" for s in skipped]
+    traces = cmp.read_traces(result.traces)
+    cmp.assignor_rounds(result.wire, result.topics, members, comparison)
+    cmp.member_reactions(result.wire, traces, comparison, cmp.stop_times(result.timeline))
+    logs = {p.stem: p.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+            for p in result.traces if p.with_suffix(".log").exists()}
+    cmp.members_that_died(traces, logs, comparison)
+    try:
+        real_report = cmp.check_real_traces(result.traces)
+    except Exception as exc:
+        comparison.unchecked.append(f"whole-run: the trace checker could not read the real traces: {exc}")
+    else:
+        cmp.whole_run(real_report, model_failed, model_checked, comparison)
+    cooperative = "cooperative-sticky" in strategy
+    cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison)
+    record.comparison = comparison.to_json()
+    record.verdict = "divergence" if comparison.differences else "pass"
+    return _written(record, out_dir)
+
+
+def _written(record: RunRecord, out_dir: Path) -> RunRecord:
+    (out_dir / "run.json").write_text(json.dumps(record.to_json(), indent=1) + "\n", encoding="utf-8")
+    return record
+
+
+@dataclass
+class Plan:
+    """What a campaign runs: (index, scenario document, clients) triples."""
+
+    runs: list[tuple[int, dict[str, Any], list[str]]]
+
+
+def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequence[Sequence[str]]) -> Plan:
+    """``examples`` scenarios per (strategy, client set), drawn with ``seed``."""
+    runs: list[tuple[int, dict[str, Any], list[str]]] = []
+    for strategy in strategies_:
+        docs = strategies.draw(seed, examples, strategy)
+        for clients in client_sets:
+            for doc in docs:
+                runs.append((len(runs), doc, list(clients)))
+    return Plan(runs)
+
+
+def campaign(p: Plan, out: Path, *, workers: int = 2, cluster: str = "mock",
+             progress: Callable[[int, int, RunRecord], None] | None = None) -> list[RunRecord]:
+    """Run every scenario of the plan, ``workers`` at a time; ``progress(done, total, record)``."""
+    versions = client_versions()
+    records: list[RunRecord] = []
+    lock = threading.Lock()
+
+    def one(item: tuple[int, dict[str, Any], list[str]]) -> RunRecord:
+        index, doc, clients = item
+        strategy = "-".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", [])}))
+        name = f"{index:03d}-{strategy}-{'+'.join(clients)}"
+        record = run_scenario(doc, clients, out / "runs" / name, index=index, cluster=cluster, versions=versions)
+        with lock:
+            records.append(record)
+            if progress is not None:
+                progress(len(records), len(p.runs), record)
+        return record
+
+    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
+        list(pool.map(one, p.runs))
+    return sorted(records, key=lambda r: r.index)
+
+
+def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]], *, seed: int | None,
+             cluster: str, versions: Mapping[str, str]) -> dict[str, Any]:
+    """conformance.json: runs, the matrix, unsupported reasons said once, divergences, findings."""
+    matrix: dict[str, dict[str, int]] = {}
+    for r in records:
+        key = f"{','.join(r.clients)} | {r.strategy} | {r.kind}"
+        cell = matrix.setdefault(key, dict.fromkeys(VERDICTS, 0))
+        cell[r.verdict] += 1
+    reasons: dict[str, list[int]] = {}
+    for r in records:
+        for why in r.reasons:
+            generic = why.split(": ", 1)[1] if why.startswith("steps[") else why
+            reasons.setdefault(generic, []).append(r.index)
+    # Said once in every report: what no run here exercises, and why.
+    reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): the mock serves it, but the model has no "
+                       "consumer protocol yet, so there is nothing to compare it with; not run", [])
+    reasons.setdefault("a whole-process freeze past session.timeout.ms (SIGSTOP / SIGCONT): the scenario format "
+                       "has no step for it, so the model cannot say what should happen; not generated", [])
+    counts = {v: sum(1 for r in records if r.verdict == v) for v in VERDICTS}
+    return {"tool": "groupspec conform", "cluster": cluster, "seed": seed, "versions": dict(versions),
+            "counts": counts, "runs": [r.to_json() for r in records], "matrix": matrix,
+            "unsupported": [{"why": why, "runs": idx} for why, idx in sorted(reasons.items())],
+            "divergences": [r.to_json() for r in records if r.verdict == "divergence"],
+            "findings": list(findings)}
+
+
+__all__ = ["Plan", "RunRecord", "VERDICTS", "campaign", "client_versions", "document", "model_run", "plan",
+           "replay_command", "run_scenario"]

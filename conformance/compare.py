@@ -1,0 +1,347 @@
+"""A real run held to the model: the three comparisons of docs/conformance.md.
+
+Input: what the proxy decoded (group-wire.jsonl: every JoinGroup / SyncGroup / Heartbeat / LeaveGroup /
+OffsetCommit request and response), each member's trace (the driver's events), the scenario, and the
+model's run of the same scenario. Output: a list of :class:`Difference` (empty: the run conforms) and
+the notes on what could not be compared (``unchecked``, with why, never a guess).
+
+1. **Per generation, the assignor** (:func:`assignor_rounds`). The leader's JoinGroup response carries
+   every member's subscription (topics, owned partitions, generation, user data); its SyncGroup carries
+   the assignment its client computed. That input goes to the model's assignor (``model.assignors``):
+   range and roundrobin must give exactly the same assignment; sticky and cooperative-sticky must keep
+   every promise of ``model.invariants.assignment.promised`` (validity, balance, stickiness, revoke
+   before assign), and whether they equal the model's answer is reported as a note (their answer may
+   depend on the iteration order of Java's HashMaps, docs/assignors-sticky.md).
+2. **Per member, the reaction** (:func:`member_reactions`), the rules of the model's member
+   (``model/member.py``): an eager member revokes everything it owns before it sends JoinGroup again
+   (``_on_join_prepare``); a cooperative member, told its new assignment by a SyncGroup answer, revokes
+   exactly owned minus assigned, is assigned exactly assigned minus owned (``_on_join_complete``), and
+   sends JoinGroup again when it revoked anything (KIP-429).
+3. **The whole run** (:func:`whole_run`): the trace checker's verdicts on the real traces and the
+   model monitor's on the model's run must agree on every invariant both check; the rebalances after
+   each membership change must stay within the model's bound (``model.invariants.protocol.rebalance_bound``:
+   eager 1, cooperative 2, one more per SyncGroup that lost the race to a follow-up JoinGroup).
+
+What is deliberately *not* compared, and why, is in docs/conformance.md (timing, which member leads,
+member ids and their order, generation numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.drivers.process import owned_after, read_events
+from model.assignors import ASSIGNORS
+from model.invariants.assignment import AssignmentProblem, violated
+from model.types import GroupAssignment, Subscription, TopicPartition
+
+EXACT_ASSIGNORS = ("range", "roundrobin")
+
+
+@dataclass
+class Difference:
+    """One divergence between the real run and the model: which comparison, what, and the evidence."""
+
+    comparison: str  # assignor / reaction / whole-run
+    invariant: str | None
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"comparison": self.comparison, "invariant": self.invariant, "message": self.message,
+                "evidence": self.evidence}
+
+
+@dataclass
+class Comparison:
+    differences: list[Difference] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+    rounds: int = 0  # assignor rounds compared
+    reactions: int = 0  # member reactions compared
+
+    def to_json(self) -> dict[str, Any]:
+        return {"differences": [d.to_json() for d in self.differences], "notes": self.notes,
+                "unchecked": self.unchecked, "rounds": self.rounds, "reactions": self.reactions}
+
+
+def _tp(d: Mapping[str, Any]) -> TopicPartition:
+    return TopicPartition(str(d["topic"]), int(d["partition"]))
+
+
+def _tps(items: Iterable[Mapping[str, Any]] | None) -> frozenset[TopicPartition]:
+    return frozenset(_tp(d) for d in items or ())
+
+
+def _names(tps: Iterable[TopicPartition]) -> list[str]:
+    return sorted(f"{tp.topic}-{tp.partition}" for tp in tps)
+
+
+def conn_members(wire: Sequence[Mapping[str, Any]]) -> dict[int, str]:
+    """Connection -> the client id its requests carry (the drivers set client.id to the member's
+    incarnation name, ``a#1``)."""
+    out: dict[int, str] = {}
+    for m in wire:
+        if m["kind"] == "request" and m.get("client_id"):
+            out.setdefault(int(m["conn"]), str(m["client_id"]))
+    return out
+
+
+def _requests_and_responses(wire: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]:
+    """Each request with its response (same connection and correlation id), in request order."""
+    responses = {(m["conn"], m["correlation_id"]): m for m in wire if m["kind"] == "response"}
+    return [(m, responses.get((m["conn"], m["correlation_id"]))) for m in wire if m["kind"] == "request"]
+
+
+# -- 1. the assignor ------------------------------------------------------------------------------
+
+
+def _counts_at(topics: Sequence[tuple[int, Mapping[str, int]]], t: int) -> list[dict[str, int]]:
+    """Partition counts the leader may have seen at ``t``: the latest before ``t`` and, when a
+    topic changed shortly before, the one before that (its metadata may lag: docs/conformance.md)."""
+    before = [dict(c) for at, c in topics if at <= t] or [dict(topics[0][1])]
+    return before[-2:][::-1]
+
+
+def assignor_rounds(wire: Sequence[Mapping[str, Any]], topics: Sequence[tuple[int, Mapping[str, int]]],
+                    clients: Mapping[str, str], result: Comparison) -> None:
+    pairs = _requests_and_responses(wire)
+    join_answers: dict[tuple[int, int], Mapping[str, Any]] = {}  # (conn, generation) -> leader's answer
+    for req, resp in pairs:
+        if req["api"] == "JoinGroup" and resp is not None and resp.get("members"):
+            join_answers[(int(req["conn"]), int(resp["generation"]))] = resp
+    for req, _ in pairs:
+        if req["api"] != "SyncGroup" or not req.get("assignments"):
+            continue
+        conn, generation = int(req["conn"]), int(req["generation"])
+        answer = join_answers.get((conn, generation))
+        leader = str(req.get("client_id"))
+        client = clients.get(leader.split("#", 1)[0], "?")
+        if answer is None:
+            result.unchecked.append(f"generation {generation}: the leader's JoinGroup answer was not seen")
+            continue
+        strategy = str(answer.get("protocol"))
+        if strategy not in ASSIGNORS:
+            result.unchecked.append(f"generation {generation}: assignor {strategy!r} is not in the model")
+            continue
+        if any(a.get("partitions") is None for a in req["assignments"].values()):
+            result.unchecked.append(f"generation {generation}: an assignment could not be decoded")
+            continue
+        subs = tuple(Subscription(member_id=str(m["member_id"]), topics=tuple(m["topics"]),
+                                  owned=tuple(sorted(_tps(m.get("owned")))),
+                                  generation=m["generation"] if m.get("generation") is not None else -1,
+                                  instance_id=m.get("instance_id"))
+                     for m in answer["members"])
+        real = {mid: tuple(sorted(_tps(a["partitions"]))) for mid, a in req["assignments"].items()}
+        for s in subs:
+            real.setdefault(s.member_id, ())
+        result.rounds += 1
+        evidence = {"generation": generation, "leader": leader, "client": client, "strategy": strategy,
+                    "subscriptions": [{"member_id": s.member_id, "topics": list(s.topics), "owned": _names(s.owned),
+                                       "generation": s.generation, "owned_from": m.get("owned_from"),
+                                       "unreadable": m.get("sticky_user_data_error")}
+                                      for s, m in zip(subs, answer["members"], strict=True)],
+                    "real": {m: _names(p) for m, p in sorted(real.items())}}
+        candidates = _counts_at(topics, int(answer["timestamp"]))
+        outcomes = []
+        for counts in candidates:
+            problem = AssignmentProblem.of(counts, subs)
+            model = ASSIGNORS[strategy].assign(counts, subs)
+            model_sets = {m: tuple(sorted(p)) for m, p in model.assignment.items()}
+            owned_by = {tp: s.member_id for s in subs for tp in s.owned}
+            transferring = frozenset(tp for tp, owner in owned_by.items()
+                                     if tp not in set(real.get(owner, ())) and not any(
+                                         tp in set(p) for p in real.values()))
+            verdict = violated(strategy, problem, GroupAssignment(real, transferring))
+            same = all(set(model_sets.get(m, ())) == set(real.get(m, ())) for m in set(model_sets) | set(real))
+            outcomes.append((counts, model_sets, verdict, same))
+        if strategy in EXACT_ASSIGNORS:
+            if not any(same for _, _, _, same in outcomes):
+                counts, model_sets, _, _ = outcomes[0]
+                result.differences.append(Difference(
+                    "assignor", None, f"generation {generation}: {client}'s {strategy} assignor (leader {leader}) "
+                    "gave another assignment than Kafka's for the same input",
+                    {**evidence, "partitions": counts, "model": {m: _names(p) for m, p in sorted(model_sets.items())}}))
+        else:
+            held = [o for o in outcomes if not o[2]]
+            if not held:
+                counts, model_sets, verdict, _ = outcomes[0]
+                result.differences.append(Difference(
+                    "assignor", verdict[0], f"generation {generation}: {client}'s {strategy} assignor (leader "
+                    f"{leader}) broke {', '.join(verdict)}",
+                    {**evidence, "partitions": counts, "model": {m: _names(p) for m, p in sorted(model_sets.items())}}))
+            elif not any(o[3] for o in held):
+                result.notes.append(f"generation {generation}: {client}'s {strategy} kept every promise but chose "
+                                    "another assignment than the model (allowed: docs/conformance.md)")
+
+
+# -- 2. the member's reaction ---------------------------------------------------------------------
+
+
+def stop_times(timeline: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """When the runner told each member (base name) to stop -- its leave, crash and restart steps --
+    and (key ``""``) the end of the run. Callbacks after that are the close's, not a reaction."""
+    out: dict[str, list[int]] = {"": [max((int(e["timestamp"]) for e in timeline), default=0)]}
+    for e in timeline:
+        if e["step"] in ("leave", "crash", "restart") and e.get("member"):
+            out.setdefault(str(e["member"]), []).append(int(e["timestamp"]))
+    return out
+
+
+def _stop_at(stops: Mapping[str, list[int]], name: str, events: list[dict[str, Any]]) -> int | None:
+    """The first stop of this incarnation: after its first event."""
+    if not stops:
+        return None
+    born = min((int(e["timestamp"]) for e in events), default=0)
+    times = [t for t in stops.get(name.split("#", 1)[0], []) if t >= born] + list(stops.get("", []))
+    return min(times) if times else None
+
+
+def member_reactions(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, list[dict[str, Any]]],
+                     result: Comparison, stops: Mapping[str, list[int]] | None = None) -> None:
+    pairs = _requests_and_responses(wire)
+    for name, events in sorted(traces.items()):
+        stop_at = _stop_at(stops or {}, name, events)
+        protocol = next((e.get("protocol") for e in events if e.get("protocol")), None)
+        mine = [(req, resp) for req, resp in pairs if req.get("client_id") == name]
+        joins = [req for req, _ in mine if req["api"] == "JoinGroup"]
+        if protocol == "eager":
+            for req in joins[1:]:
+                owned = owned_after([e for e in events if e["timestamp"] <= req["timestamp"]])
+                result.reactions += 1
+                if owned:
+                    result.differences.append(Difference(
+                        "reaction", "eager-revoke-all", f"{name} (eager) sent JoinGroup at {req['timestamp']} "
+                        f"still owning {', '.join(_names(owned))}: it must revoke everything first",
+                        {"member": name, "join": req["timestamp"], "owned": _names(owned)}))
+        elif protocol == "cooperative":
+            for i, (req, resp) in enumerate(mine):
+                if req["api"] != "SyncGroup" or resp is None or resp.get("error") != "NONE":
+                    continue
+                if resp["assignment"].get("partitions") is None:
+                    continue
+                t = int(resp["timestamp"])
+                assigned = _tps(resp["assignment"]["partitions"])
+                owned = owned_after([e for e in events if e["timestamp"] < t])
+                later = [e for e in events if e["timestamp"] >= t]
+                nxt = next((r for r, _ in mine[i + 1:] if r["api"] in ("JoinGroup", "LeaveGroup")), None)
+                window = [e for e in later if (nxt is None or e["timestamp"] <= nxt["timestamp"])
+                          and (stop_at is None or e["timestamp"] < stop_at)]
+                if stop_at is not None and t >= stop_at:
+                    continue
+                if nxt is None and not any(e.get("name") in ("partitions_assigned", "partitions_revoked",
+                                                              "partitions_lost", "shutdown_complete")
+                                           for e in window):
+                    result.unchecked.append(f"{name}: no callback after the SyncGroup answer at {t} (killed?)")
+                    continue
+                revoked = frozenset().union(*(_tps(e.get("partitions")) for e in window
+                                              if e.get("name") == "partitions_revoked")) if window else frozenset()
+                added = frozenset().union(*(_tps(e.get("partitions")) for e in window
+                                            if e.get("name") == "partitions_assigned")) if window else frozenset()
+                if any(e.get("name") in ("partitions_lost", "shutdown_complete") for e in window):
+                    continue  # it left or lost the group before reacting: nothing the model expects here
+                result.reactions += 1
+                must_revoke, must_add = owned - assigned, assigned - owned
+                if revoked != must_revoke or added != must_add:
+                    result.differences.append(Difference(
+                        "reaction", "revoke-only-moved", f"{name} (cooperative) owned {_names(owned)} and was "
+                        f"assigned {_names(assigned)} at {t}: it revoked {_names(revoked)} (expected "
+                        f"{_names(must_revoke)}) and was assigned {_names(added)} (expected {_names(must_add)})",
+                        {"member": name, "sync": t}))
+                elif must_revoke and (nxt is None or nxt["api"] != "JoinGroup"):
+                    result.differences.append(Difference(
+                        "reaction", "converges", f"{name} (cooperative) revoked {_names(must_revoke)} at {t} but "
+                        "did not rejoin", {"member": name, "sync": t}))
+
+
+def members_that_died(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[str, str],
+                      result: Comparison) -> None:
+    """A member whose driver caught a fatal error from its client (``shutdown_complete`` with ``failed``)
+    died on its own: the model's member never does that for what a scenario does (its only fatal errors
+    are the coordinator's FENCED_INSTANCE_ID and INCONSISTENT_GROUP_PROTOCOL, which the model's run shows)."""
+    for name, events in sorted(traces.items()):
+        if any(e.get("name") == "shutdown_complete" and e.get("failed") for e in events):
+            fatal = next((line for line in logs.get(name, "").splitlines() if "fatal" in line), "")
+            result.differences.append(Difference(
+                "reaction", None, f"{name} died of an error from its client: {fatal.strip() or 'see its log'}",
+                {"member": name, "log": fatal.strip()}))
+
+
+# -- 3. the whole run -----------------------------------------------------------------------------
+
+
+def check_real_traces(paths: Sequence[Path]) -> dict[str, Any]:
+    """The trace checker's report on the real traces (traces.checker, default configuration)."""
+    from traces.checker import CheckConfig, Checker
+    from traces.detect import plan as make_plan
+    from traces.merge import merged
+    from traces.report import build
+    from traces.schema import InputStats
+
+    config = CheckConfig()
+    plan = make_plan([str(p) for p in paths])
+    stats = InputStats(strict=False)
+    checker = Checker(plan.sources, config, stats, plan.callback_members)
+    checker.run(merged(plan.sources, stats))
+    checker.finish()
+    return build(plan, stats, checker, config)
+
+
+def whole_run(real_report: Mapping[str, Any], model_violations: Mapping[str, str], model_checked: Iterable[str],
+              result: Comparison) -> None:
+    """Verdicts per invariant: real (checker) vs model (monitor), on the invariants both check."""
+    real_failed: dict[str, str] = {}
+    for f in real_report.get("findings", ()):
+        if f.get("severity") == "violation":
+            real_failed.setdefault(str(f["invariant"]), str(f.get("message", "")))
+    real_unchecked = {u["invariant"] for u in real_report.get("unchecked", ()) if not u.get("partial")}
+    both = (set(real_report.get("checked", ())) & set(model_checked)) - real_unchecked
+    for inv in sorted(both):
+        r, m = inv in real_failed, inv in model_violations
+        if r and not m:
+            result.differences.append(Difference(
+                "whole-run", inv, f"the real run violates {inv}; the model's run of the same scenario does not: "
+                f"{real_failed[inv]}", {"real": real_failed[inv]}))
+        elif m and not r:
+            result.differences.append(Difference(
+                "whole-run", inv, f"the model's run violates {inv}; the real run does not: {model_violations[inv]}",
+                {"model": model_violations[inv]}))
+    for inv in sorted(set(model_checked) - both):
+        result.unchecked.append(f"whole-run {inv}: not checked on the real traces")
+
+
+def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[Mapping[str, Any]],
+                          cooperative: bool, result: Comparison) -> None:
+    """Generations begun between one step and the next, against the model's bound."""
+    answers = [m for m in wire if m["kind"] == "response" and m["api"] == "JoinGroup" and m.get("error") == "NONE"]
+    raced = [m for m in wire if m["kind"] == "response" and m["api"] == "SyncGroup"
+             and m.get("error") == "REBALANCE_IN_PROGRESS"]
+    marks = [e for e in timeline if e["step"] in ("join", "leave", "crash", "restart", "subscribe", "stall",
+                                                  "add_partitions", "move_coordinator", "fail_coordinator", "end")]
+    for step, nxt in zip(marks, marks[1:], strict=False):
+        lo, hi = int(step["timestamp"]), int(nxt["timestamp"])
+        generations = {int(m["generation"]) for m in answers if lo <= m["timestamp"] < hi}
+        extra = len({m["conn"] for m in raced if lo <= m["timestamp"] < hi})
+        # Membership changes the step makes in the model: a restart is a removal (session expiry) and a
+        # join; a stall past max.poll.interval.ms a leave and, when it polls again, a join.
+        changes = 2 if step["step"] == "restart" or (step["step"] == "stall" and step.get("past_max_poll")) else 1
+        bound = (2 if cooperative else 1) * changes + min(extra, 1)
+        if step["step"] in ("crash", "restart") and not generations:
+            continue
+        if len(generations) > bound:
+            result.differences.append(Difference(
+                "whole-run", "converges", f"after {step['step']} {step.get('member') or ''}: {len(generations)} "
+                f"rebalances (generations {sorted(generations)}), the model's bound is {bound}",
+                {"step": dict(step), "generations": sorted(generations)}))
+
+
+def read_traces(paths: Sequence[Path]) -> dict[str, list[dict[str, Any]]]:
+    return {p.stem: read_events(p) for p in paths}
+
+
+__all__ = ["Comparison", "Difference", "assignor_rounds", "check_real_traces", "conn_members", "member_reactions",
+           "members_that_died",
+           "read_traces", "rebalances_per_change", "whole_run"]

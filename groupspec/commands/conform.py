@@ -1,0 +1,107 @@
+"""``groupspec conform``: real clients run generated scenarios; each run is compared with the model.
+
+Scenarios are drawn by hypothesis (conformance/strategies.py, ``--seed`` reproduces a campaign) in
+the format of docs/scenarios.md; each is run by real consumer processes against the coordinator
+(``--cluster mock``: librdkafka's mock cluster, the default) and by the model, and the two are
+compared (conformance/compare.py; docs/conformance.md says what is compared and why). ``--scenario
+FILE`` runs one scenario file instead (the replay command of every run is such a call).
+
+Writes conformance.json, conformance.md and conformance.html into ``--out``, with each run's
+directory under ``runs/`` (scenario.json, the members' traces and logs, group-wire.jsonl,
+model-trace.jsonl, run.json). Exit 0 when every run passed or was unsupported, 1 on a divergence,
+2 on bad input or an infrastructure failure (a run whose clients could not start is an error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from groupspec.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, InputError
+
+NAME = "conform"
+HELP = "run generated scenarios with real Kafka clients and compare every run with the model"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", choices=["mock", "kafka"], default="mock",
+                        help="coordinator: librdkafka's mock cluster (default) or an Apache Kafka broker")
+    parser.add_argument("--clients", default=None,
+                        help="comma-separated clients dealt to the members in join order; several lists "
+                             "separated by ';' run each (default: confluent-kafka,kafka-python,aiokafka on the "
+                             "mock; java on kafka)")
+    parser.add_argument("--client", action="append", default=[], metavar="NAME==VERSION",
+                        help="another release of a client in its own environment (not available yet)")
+    parser.add_argument("--strategies", default="range,roundrobin,sticky,cooperative-sticky")
+    parser.add_argument("--examples", type=int, default=2, help="scenarios per strategy and client set")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenario", type=Path, metavar="FILE", help="run this one scenario file")
+    parser.add_argument("--workers", type=int, default=2, help="groups run side by side (default 2)")
+    parser.add_argument("--out", type=Path, default=Path("reports/conform"))
+    parser.add_argument("--json", action="store_true", help="print conformance.json to stdout")
+
+
+def _client_sets(text: str) -> list[list[str]]:
+    from conformance.real_run import CLIENTS
+
+    sets = []
+    for part in text.split(";"):
+        clients = [c for c in part.replace("+", ",").split(",") if c]
+        unknown = [c for c in clients if c not in CLIENTS]
+        if unknown or not clients:
+            raise InputError(f"--clients: unknown client {unknown[0] if unknown else '(none)'}; known: "
+                             f"{', '.join(CLIENTS)}")
+        sets.append(clients)
+    return sets
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance import campaign, findings
+    from conformance import strategies as strat
+    from groupspec.conform_report import document, summary
+    from groupspec.render import write_report
+
+    if args.client:
+        raise InputError("--client NAME==VERSION: environments per release are not implemented yet")
+    default = "java" if args.cluster == "kafka" else "confluent-kafka,kafka-python,aiokafka"
+    client_sets = _client_sets(args.clients or default)
+    chosen = [s for s in args.strategies.split(",") if s]
+    bad = [s for s in chosen if s not in strat.STRATEGIES]
+    if bad:
+        raise InputError(f"--strategies: unknown {bad[0]}; known: {', '.join(strat.STRATEGIES)}")
+    if args.examples < 1:
+        raise InputError("--examples: must be at least 1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.scenario is not None:
+        from groupspec.commands.simulate import load_scenario
+
+        load_scenario(str(args.scenario))  # every problem is an InputError naming the place
+        doc = json.loads(args.scenario.read_text(encoding="utf-8"))
+        plan = campaign.Plan([(0, doc, s) for s in client_sets])
+    else:
+        plan = campaign.plan(args.seed, args.examples, chosen, client_sets)
+
+    def progress(done: int, total: int, record: campaign.RunRecord) -> None:
+        print(f"[{done}/{total}] {record.verdict:11s} {','.join(record.clients)} {record.strategy} {record.kind} "
+              f"({record.seconds:.1f}s)", file=sys.stderr, flush=True)
+
+    try:
+        records = campaign.campaign(plan, args.out, workers=args.workers, cluster=args.cluster, progress=progress)
+    except KeyboardInterrupt:
+        print("interrupted: every client process and cluster of the runs was stopped", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    data = campaign.document(records, findings.load(), seed=None if args.scenario else args.seed,
+                             cluster=args.cluster, versions=campaign.client_versions())
+    try:
+        write_report(args.out, "conformance", data, document(data))
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror or exc}", source=str(args.out)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(summary(data))
+    if data["counts"]["error"]:
+        return EXIT_BAD_INPUT
+    return EXIT_VIOLATION if data["counts"]["divergence"] else EXIT_OK

@@ -1,0 +1,161 @@
+"""Conformance campaigns end to end: generated scenarios, a real mixed group on the mock, the verdicts.
+
+One real run (module fixture): three members, one per client (librdkafka, kafka-python, aiokafka), join
+one after another with range; one is killed, one leaves. It must pass: every leader's assignment equal to
+the model's range, every eager member revoking before it rejoins, the checker and the model agreeing, one
+rebalance per change. The other tests need no client, except the command-line replay.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import campaign, strategies
+from conformance.group_wire import decode_subscription
+from conformance.mock_cluster import MockCluster, MockClusterError
+from conformance.real_run import CLIENT_ASSIGNORS, member_clients, unsupported
+from model.scenario import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+MIXED = ["confluent-kafka", "kafka-python", "aiokafka"]
+SCENARIO = {"topics": {"orders": 6},
+            "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
+                       "initial_rebalance_delay_ms": 0, "enable_auto_commit": False, "commit": "sync"},
+            "steps": [{"at": 0, "do": "join", "member": "a", "assignors": ["range"], "topics": ["orders"]},
+                      {"at": 30000, "do": "join", "member": "b", "assignors": ["range"], "topics": ["orders"]},
+                      {"at": 45000, "do": "produce", "topic": "orders", "records": 3},
+                      {"at": 60000, "do": "join", "member": "c", "assignors": ["range"], "topics": ["orders"]},
+                      {"at": 90000, "do": "crash", "member": "b"},
+                      {"at": 120000, "do": "leave", "member": "a"}],
+            "until": 150000}
+
+
+def test_drawn_scenarios_are_reproducible_and_simulate_accepts_them() -> None:
+    first, again = strategies.draw(3, 6), strategies.draw(3, 6)
+    assert first == again and len(first) == 6
+    assert strategies.draw(4, 6) != first
+    for doc in first:
+        parse(doc)  # what `groupspec simulate` accepts, as it is
+        joins = [s for s in doc["steps"] if s["do"] == "join"]
+        assert len({s["member"] for s in joins}) >= 3
+
+
+def test_every_strategy_and_fault_is_drawn() -> None:
+    docs = strategies.draw(11, 40)
+    assert {a for d in docs for s in d["steps"] if s["do"] == "join" for a in s["assignors"]} == set(strategies.STRATEGIES)
+    dos = {s["do"] for d in docs for s in d["steps"]}
+    assert {"leave", "crash", "restart", "stall", "subscribe", "add_partitions", "produce", "move_coordinator",
+            "fail_coordinator"} <= dos
+
+
+def test_what_a_pair_cannot_do_is_unsupported_with_why() -> None:
+    coop = {**SCENARIO, "steps": [{**s, "assignors": ["cooperative-sticky"]} if s["do"] == "join" else s
+                                  for s in SCENARIO["steps"]]}
+    reasons = unsupported(coop, member_clients(coop, MIXED))
+    assert reasons == ["steps[3]: aiokafka offers no cooperative-sticky assignor on the classic protocol "
+                       "(it offers range, roundrobin, sticky)"]
+    static = {**SCENARIO, "steps": [{**SCENARIO["steps"][0], "instance_id": "a-1"}]}
+    assert "static membership" in unsupported(static, {"a": "confluent-kafka"})[0]
+    grow = {**SCENARIO, "steps": [SCENARIO["steps"][0], {"at": 10, "do": "add_partitions", "topic": "orders",
+                                                         "count": 8}]}
+    assert "CreatePartitions" in unsupported(grow, {"a": "confluent-kafka"})[0]
+
+
+def test_the_offered_assignors_are_the_installed_clients_own() -> None:
+    from aiokafka.coordinator.assignors import roundrobin as aio_rr  # noqa: F401
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+
+    assert CooperativeStickyAssignor.name == "cooperative-sticky"
+    assert "cooperative-sticky" in CLIENT_ASSIGNORS["kafka-python"]
+    with pytest.raises(ImportError):
+        __import__("aiokafka.coordinator.assignors.cooperative_sticky")
+
+
+@pytest.mark.clients
+def test_the_mock_cannot_add_partitions_to_an_existing_topic() -> None:
+    """Finding mock-no-create-partitions: the only way the mock grows a topic refuses an existing one."""
+    with MockCluster(topics={"orders": 2}) as mc:
+        with pytest.raises(MockClusterError, match="already exists"):
+            mc.create_topic("orders", 4)
+        mc.create_topic("audit", 3)  # a new topic is fine
+        assert mc.topics == {"orders": 2, "audit": 3}
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory: pytest.TempPathFactory) -> campaign.RunRecord:
+    out = tmp_path_factory.mktemp("mixed")
+    return campaign.run_scenario(SCENARIO, MIXED, out / "run")
+
+
+@pytest.mark.clients
+def test_a_mixed_group_conforms(mixed_run: campaign.RunRecord) -> None:
+    r = mixed_run
+    assert r.verdict == "pass", (r.error, r.comparison.get("differences"))
+    assert r.members == {"a": "confluent-kafka", "b": "kafka-python", "c": "aiokafka"}
+    assert r.comparison["rounds"] >= 3  # one leader assignment per membership change, each checked
+    assert r.comparison["reactions"] >= 2
+    assert "confluent-kafka 2.16.1" in r.client_version and "kafka-python 3.0.12" in r.client_version
+    assert r.replay.startswith("groupspec conform --scenario ") and "--clients confluent-kafka,kafka-python,aiokafka" \
+        in r.replay
+
+
+@pytest.mark.clients
+def test_every_clients_group_requests_are_decoded(mixed_run: campaign.RunRecord) -> None:
+    run_dir = Path(mixed_run.out_dir)
+    wire = [json.loads(line) for line in (run_dir / "group-wire.jsonl").read_text().splitlines()]
+    joins = [m for m in wire if m["api"] == "JoinGroup" and m["kind"] == "request"]
+    assert {m["client_id"].split("#")[0] for m in joins} == {"a", "b", "c"}
+    assert all(p["name"] == "range" and p["topics"] == ["orders"] for m in joins for p in m["protocols"])
+    syncs = [m for m in wire if m["api"] == "SyncGroup" and m["kind"] == "request" and m["assignments"]]
+    for s in syncs:  # the leader's assignments cover the topic exactly once
+        got = sorted(tp["partition"] for a in s["assignments"].values() for tp in a["partitions"])
+        assert got == list(range(6))
+    answers = [m for m in wire if m["api"] == "SyncGroup" and m["kind"] == "response" and m["error"] == "NONE"]
+    assert answers and all(a["assignment"]["partitions"] is not None for a in answers)
+    assert json.loads((run_dir / "scenario.json").read_text()) == SCENARIO
+    assert (run_dir / "model-trace.jsonl").stat().st_size > 0
+
+
+def test_a_subscription_with_owned_partitions_decodes() -> None:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as Sub
+
+    meta = Sub(topics=["orders"], user_data=None, owned_partitions=[Sub.TopicPartition(topic="orders", partitions=[2, 0])],
+               generation_id=7, rack_id=None).encode(version=2)
+    got = decode_subscription(bytes(meta), "cooperative-sticky")
+    assert got["owned"] == [{"topic": "orders", "partition": 0}, {"topic": "orders", "partition": 2}]
+    assert got["generation"] == 7 and got["topics"] == ["orders"]
+
+
+def _conform(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "groupspec", "conform", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=240, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_bad_input_exits_2(tmp_path: Path) -> None:
+    r = _conform("--clients", "franz-go", "--out", str(tmp_path))
+    assert r.returncode == 2 and "franz-go" in r.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"topics": {"t": 1}, "steps": [{"at": 0, "do": "jump"}]}))
+    r = _conform("--scenario", str(bad), "--out", str(tmp_path))
+    assert r.returncode == 2 and 'steps[0]: unknown action "jump"' in r.stderr
+
+
+@pytest.mark.clients
+def test_the_replay_command_reproduces_a_verdict(tmp_path: Path, mixed_run: campaign.RunRecord) -> None:
+    scenario = tmp_path / "s.json"
+    doc: dict[str, Any] = {**SCENARIO, "steps": SCENARIO["steps"][:2]}
+    scenario.write_text(json.dumps(doc))
+    r = _conform("--scenario", str(scenario), "--clients", "confluent-kafka,kafka-python", "--out",
+                 str(tmp_path / "out"), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert [run["verdict"] for run in data["runs"]] == ["pass"]
+    assert {"client", "client_version", "strategy", "scenario", "verdict", "replay"} <= set(data["runs"][0])
+    assert data["findings"] and (tmp_path / "out" / "conformance.html").exists()
+    assert "[1/1] pass" in r.stderr  # progress
