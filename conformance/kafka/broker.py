@@ -80,8 +80,15 @@ def free_port() -> int:
 
 
 def new_cluster_id() -> str:
-    """A cluster id as ``kafka.tools.StorageTool random-uuid`` prints one (URL-safe base64 of 16 bytes)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """A cluster id as ``kafka.tools.StorageTool random-uuid`` prints one (URL-safe base64 of 16 bytes).
+
+    Like Kafka's ``Uuid.randomUuid`` it draws again when the text starts with ``-``: the storage
+    tool would read such an id as an option, and the broker would not start (about 1 start in 64).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def java_problem(java: str | None = None) -> str | None:

@@ -153,3 +153,14 @@ def test_command_line_broker_stops_on_ctrl_c(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_cluster_id_never_reads_as_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The storage tool takes an id starting with '-' for an option; such a draw is drawn again."""
+    import uuid
+
+    from conformance.kafka import broker
+
+    draws = iter([uuid.UUID(bytes=b"\xfb" + b"\x00" * 15), uuid.UUID(int=7)])  # the first encodes to "-w..."
+    monkeypatch.setattr(broker.uuid, "uuid4", lambda: next(draws))
+    assert broker.new_cluster_id() == broker.base64.urlsafe_b64encode(uuid.UUID(int=7).bytes).decode().rstrip("=")
