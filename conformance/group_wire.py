@@ -84,7 +84,7 @@ def error_name(code: int) -> str:
 
 
 def tp_list(pairs: Iterable[Any]) -> list[dict[str, Any]]:
-    """A schema's [(topic, [partitions])] as DESIGN.md's sorted [{"topic", "partition"}]."""
+    """A schema's [(topic, [partitions])] as docs/design.md's sorted [{"topic", "partition"}]."""
     out = [{"topic": str(topic), "partition": int(p)} for topic, partitions in pairs for p in partitions]
     return sorted(out, key=lambda d: (d["topic"], d["partition"]))
 
