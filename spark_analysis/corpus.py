@@ -281,6 +281,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     doc = {"events": events, "lines": stats.lines, "files": len(plan.sources), "skipped": dict(stats.skipped),
            "skipped_per_file": {k: dict(v) for k, v in sorted(per_file.items())},
            "skipped_examples": stats.examples, "ignored_files": plan.ignored,
+           "callback_members": sorted(plan.callback_members),
            "sources": [{"path": s.label, "format": s.format, "member": s.member} for s in plan.sources]}
     _write_input(out, doc)
     if progress:

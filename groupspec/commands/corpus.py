@@ -15,7 +15,6 @@ from pathlib import Path
 
 from groupspec.errors import EXIT_OK, InputError
 
-
 NAME = "corpus"
 HELP = "write a Parquet corpus for `groupspec mine`: simulated groups (--groups) or captured traces (--from)"
 
