@@ -210,24 +210,47 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 
 @dataclass
 class _MemberGroups:
-    """The group of each member, as the checker tracks it: the first group an event names sticks."""
+    """The group each member's events count in, decided as the checker's ``Checker._member`` decides it.
+
+    A member starts in the group its first event names (else the default group); an event naming
+    another group moves it only while it has named none explicitly and owns nothing. So the
+    member's partitions are tracked here too (assigned adds, revoked / lost removes, startup and
+    shutdown clear; client-log ownership lines of a member with a callback trace change nothing).
+    """
 
     default: str
-    of: dict[str, str] = field(default_factory=dict)
+    of: dict[str, tuple[str, bool]] = field(default_factory=dict)  # member -> (group, named explicitly)
+    owned: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
 
-    def group(self, member: str | None, named: Any) -> str:
-        if isinstance(named, str):
-            if member is not None:
-                self.of.setdefault(member, named)
-            return named
-        if member is not None:
-            return self.of.get(member, self.default)
-        return self.default
+    def group(self, member: str, event: dict[str, Any], superseded: bool) -> str:
+        named = event.get("group")
+        named = named if isinstance(named, str) else None
+        current = self.of.get(member)
+        owned = self.owned.setdefault(member, set())
+        if current is None:
+            current = self.of[member] = (named or self.default, named is not None)
+        elif named is not None and named != current[0] and not current[1] and not owned:
+            current = self.of[member] = (named, True)
+        name = event["name"]
+        if name in ("startup_complete", "shutdown_complete"):
+            owned.clear()
+        elif name in ("partitions_assigned", "partitions_revoked", "partitions_lost") and not superseded:
+            tps = {(p.get("topic"), p.get("partition")) for p in event.get("partitions") or () if isinstance(p, dict)}
+            if name == "partitions_assigned":
+                owned |= tps
+            else:
+                owned -= tps
+        return current[0]
 
 
 def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
-                naive_offset_ms: int | None = None, progress: Progress | None = stderr_progress) -> dict[str, Any]:
+                naive_offset_ms: int | None = None, progress: Progress | None = stderr_progress,
+                group_prefix: str = "", first_part: int = 0) -> dict[str, Any]:
     """Read trace files / folders the way ``groupspec check`` does and write them as a corpus.
+
+    ``group_prefix`` and ``first_part`` let several trace sets share one corpus directory (each set's
+    groups named apart, its part files numbered from ``first_part``); the input.json written is
+    this set's.
 
     Raises :class:`traces.schema.TraceInputError` for input that cannot be used at all.
     """
@@ -250,7 +273,8 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     cols = Columns()
     groups = _MemberGroups(default_group)
     jsonl_formats = _jsonl_formats()
-    part = events = 0
+    part = first_part
+    events = 0
     started = time.monotonic()
     for seq, (_ts, src, _s, line, event) in enumerate(merged(plan.sources, stats), start=1):
         source = plan.sources[src]
@@ -267,8 +291,14 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         except BadField as exc:
             stats.skip(source, line, BAD_FIELD, f"{name}: {exc}")
             continue
-        cols.add_event(event, group=groups.group(member, event.get("group")), member=member, seq=seq,
-                       source=labels[src], line=line, jsonl=source.format in jsonl_formats)
+        jsonl = source.format in jsonl_formats
+        callback = member in plan.callback_members
+        if member is None:
+            group = event.get("group") if isinstance(event.get("group"), str) else default_group
+        else:
+            group = groups.group(member, event, superseded=callback and not jsonl)
+        cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
+                       jsonl=jsonl, callback=callback)
         events += 1
         if len(cols) >= ROWS_PER_PART:
             write_part(cols.table(), out, part)
@@ -276,12 +306,13 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
             cols = Columns()
             if progress:
                 progress(f"corpus: {events:,} events, {time.monotonic() - started:.0f} s")
-    if len(cols) or part == 0:
+    if len(cols) or part == first_part:
         write_part(cols.table(), out, part)
+        part += 1
     doc = {"events": events, "lines": stats.lines, "files": len(plan.sources), "skipped": dict(stats.skipped),
            "skipped_per_file": {k: dict(v) for k, v in sorted(per_file.items())},
            "skipped_examples": stats.examples, "ignored_files": plan.ignored,
-           "callback_members": sorted(plan.callback_members),
+           "callback_members": sorted(plan.callback_members), "parts": part - first_part,
            "sources": [{"path": s.label, "format": s.format, "member": s.member} for s in plan.sources]}
     _write_input(out, doc)
     if progress:

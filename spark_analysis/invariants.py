@@ -80,9 +80,9 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"), F.col("o.end").alias("end"))
     # removed by the coordinator: the latest removal of the old member id before the judgement
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
-    rem = (ov.join(removed.alias("r"), (ov["group"] == F.col("r.group")) & (ov["old_mid"] == F.col("r.member_id"))
-                   & (F.col("r.r_seq") < ov["end.seq"]), "inner")
-           .groupBy(*[ov[k] for k in key]).agg(F.max_by("r.r_ts", "r.r_seq").alias("removed_ts")))
+    rem = (ov.join(removed, (ov["group"] == removed["r_group"]) & (ov["old_mid"] == removed["r_member_id"])
+                   & (removed["r_seq"] < ov["end.seq"]), "inner")
+           .groupBy(*[ov[k] for k in key]).agg(F.max_by("r_ts", "r_seq").alias("removed_ts")))
     # what the old owner did with the partition after the new owner got it (consumed, committed)
     acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | ((F.col("name") == COMMITTED)
                         & F.coalesce(F.col("success"), F.lit(True))
@@ -118,32 +118,40 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -
              .when(end["kind"] == "shutdown", F.lit("shut down")).when(end["kind"] == "crashed", F.lit("crashed"))
              .when(end["kind"] == "killed", F.lit("was restarted"))
              .otherwise(F.lit("still owned it when its trace ended")))
-    zombie_use = ov.filter(F.col("zombie") & F.col("activity").isNotNull()).select(*finding(
+    used = F.col("zombie") & F.col("activity").isNotNull()
+    # the checker's _judge, one finding per overlap (plus revoke-before-assign), built in one pass: each
+    # overlap yields an array of at most two findings, exploded
+    judged = F.when(used, F.struct(*finding(
         "single-owner", VIOLATION, members, tp, F.col("start"), F.greatest(window_end, F.col("activity.a_ts")),
         F.array(F.col("new_where"), F.col("activity.a_where"), end["where"]),
         F.format_string("zombie %s %s %s after %s was assigned it; Kafka lets a zombie hold a partition, not use it",
-                        F.col("old"), F.col("activity.a_what"), _label(), F.col("new"))))
-    zombie_hold = ov.filter(F.col("zombie") & F.col("activity").isNull()).select(*finding(
-        "zombie-overlap", WARNING, members, tp, F.col("start"), window_end, F.array(F.col("new_where"), end["where"]),
-        F.format_string("%s was assigned %s while zombie %s still held it; %s %s", F.col("new"), _label(),
-                        F.col("old"), F.col("old"), ended)))
-    double = ov.filter(~F.col("zombie") & ~F.col("tolerated")).select(*finding(
-        "single-owner", VIOLATION, members, tp, F.col("start"), window_end, F.array(F.col("new_where"), end["where"]),
-        F.format_string("%s was owned by both %s and %s for %d ms: %s was assigned it before %s %s", _label(),
-                        F.col("old"), F.col("new"), window_end - F.col("start"), F.col("new"), F.col("old"), ended)))
-    rba = ov.filter(F.col("coop") & (end["kind"] == "revoked") & end["gen"].isNotNull()
-                    & (end["gen"] == F.col("new_gen"))).select(*finding(
-        "revoke-before-assign", VIOLATION, members, tp, F.col("start"), window_end,
-        F.array(F.col("new_where"), end["where"]),
-        F.format_string("%s was assigned to %s in generation %d before %s revoked it in the same generation "
-                        "(KIP-429)", _label(), F.col("new"), F.col("new_gen"), F.col("old"))))
-    return zombie_use.unionByName(zombie_hold).unionByName(double).unionByName(rba)
+                        F.col("old"), F.col("activity.a_what"), _label(), F.col("new"))))) \
+        .when(F.col("zombie"), F.struct(*finding(
+            "zombie-overlap", WARNING, members, tp, F.col("start"), window_end,
+            F.array(F.col("new_where"), end["where"]),
+            F.format_string("%s was assigned %s while zombie %s still held it; %s %s", F.col("new"), _label(),
+                            F.col("old"), F.col("old"), ended)))) \
+        .when(~F.col("tolerated"), F.struct(*finding(
+            "single-owner", VIOLATION, members, tp, F.col("start"), window_end,
+            F.array(F.col("new_where"), end["where"]),
+            F.format_string("%s was owned by both %s and %s for %d ms: %s was assigned it before %s %s", _label(),
+                            F.col("old"), F.col("new"), window_end - F.col("start"), F.col("new"), F.col("old"),
+                            ended))))
+    rba = F.when(F.col("coop") & (end["kind"] == "revoked") & end["gen"].isNotNull()
+                 & (end["gen"] == F.col("new_gen")), F.struct(*finding(
+                     "revoke-before-assign", VIOLATION, members, tp, F.col("start"), window_end,
+                     F.array(F.col("new_where"), end["where"]),
+                     F.format_string("%s was assigned to %s in generation %d before %s revoked it in the same "
+                                     "generation (KIP-429)", _label(), F.col("new"), F.col("new_gen"), F.col("old")))))
+    out = ov.select(F.explode(F.filter(F.array(judged, rba), lambda x: x.isNotNull())).alias("f"))
+    return out.select("f.*")
 
 
 def removals(events: DataFrame) -> DataFrame:
     """The coordinator's member removals (``coordinator_member_removed``): group, member id, when."""
     return events.filter((F.col("name") == REMOVED) & F.col("member_id").isNotNull()).select(
-        "group", "member_id", F.col("seq").alias("r_seq"), F.col("timestamp").alias("r_ts"))
+        F.col("group").alias("r_group"), F.col("member_id").alias("r_member_id"), F.col("seq").alias("r_seq"),
+        F.col("timestamp").alias("r_ts"))
 
 
 # ------------------------------------------------------------------------------------------ assignment-time
@@ -208,14 +216,20 @@ def unowned(rows: DataFrame) -> DataFrame:
         _aggregated(commits, "commit-owned-only", "committed"))
 
 
-def stale_commits(rows: DataFrame) -> DataFrame:
-    """commit-owned-only: a successful commit with a generation older than one the group had reached before it."""
+def group_generations(events: DataFrame) -> DataFrame:
+    """Each row with the highest generation its group had reached by then (member and coordinator events
+    alike, as the checker's ``GroupState.max_gen``), when and where it was first reached."""
     wg = Window.partitionBy("group").orderBy("seq", "part").rowsBetween(UNB, 0)
-    gens = rows.withColumn("max_gen", F.max(F.when(F.col("generation") >= 0, F.col("generation"))).over(wg))
-    first_reached = Window.partitionBy("group", "max_gen")
-    gens = gens.withColumn("max_gen_ts", F.min("timestamp").over(first_reached)) \
-        .withColumn("max_gen_where", F.min_by(where(), F.col("seq")).over(first_reached))
-    events = gens.filter((F.col("name") == COMMITTED) & F.coalesce(F.col("success"), F.lit(True))
+    out = events.withColumn("max_gen", F.max(F.when(F.col("generation") >= 0, F.col("generation"))).over(wg))
+    first = Window.partitionBy("group", "max_gen")
+    return out.withColumn("max_gen_ts", F.min("timestamp").over(first)) \
+        .withColumn("max_gen_where", F.min_by(where(), F.col("seq")).over(first))
+
+
+def stale_commits(rows: DataFrame) -> DataFrame:
+    """commit-owned-only: a successful commit with a generation older than one the group had reached before it
+    (``rows`` carry :func:`group_generations`' columns)."""
+    events = rows.filter((F.col("name") == COMMITTED) & F.coalesce(F.col("success"), F.lit(True))
                          & (F.col("gen_ff") >= 0) & (F.col("max_gen") > F.col("gen_ff"))
                          & (F.col("timestamp") > F.col("max_gen_ts")))
     per_event = events.groupBy("group", "member", "seq", "timestamp", "gen_ff", "max_gen", "source", "line",
@@ -254,7 +268,7 @@ def generation_down(rows: DataFrame) -> DataFrame:
         F.col("n")))
 
 
-def eager_not_revoked(rows: DataFrame, iv: DataFrame, callback_members: list[str]) -> DataFrame:
+def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     """eager-revoke-all: an eager member joins a new generation, or is assigned, while it still owns partitions."""
     wmev = Window.partitionBy("group", "member").orderBy("seq")
     name = F.col("name")
@@ -267,8 +281,7 @@ def eager_not_revoked(rows: DataFrame, iv: DataFrame, callback_members: list[str
     on_assign = (name == ASSIGNED) & F.col("any_new")
     joined = (name == JOINED) & (F.col("generation") >= 0) & \
         (F.col("assigned_gen").isNull() | (F.col("generation") > F.col("assigned_gen")))
-    if callback_members:
-        joined = joined & ~(~F.col("jsonl") & F.col("member").isin(*callback_members))
+    joined = joined & ~(~F.col("jsonl") & F.col("callback"))
     cands = ev.filter(on_assign | joined).select(
         "group", "member", "seq", "timestamp", "name", where().alias("w"),
         gen.alias("gen"))

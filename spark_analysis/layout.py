@@ -14,7 +14,9 @@ event came from:
 - ``seq``: the event's place in the merged, time-ordered stream of its corpus (the order the
   checker reads it in); every row of one event shares it, ``part`` numbers its partitions.
 - ``source`` / ``line``: the file and line the event was read from (evidence ``file:line``),
-  ``jsonl``: whether that file is a callback trace (JSON Lines) rather than a client log.
+  ``jsonl``: whether that file is a callback trace (JSON Lines) rather than a client log;
+  ``callback``: whether the member has such a trace in its set (then the checker takes its
+  client-log ownership lines as context only, "superseded").
 
 Strings are dictionary-encoded. A corpus directory holds ``events/part-NNNNN.parquet`` files, each
 holding whole groups sorted by ``(group, seq)`` (row groups of consecutive groups), so that one
@@ -44,6 +46,7 @@ SCHEMA = pa.schema([
     ("source", pa.dictionary(pa.int32(), pa.string())),
     ("line", pa.int64()),
     ("jsonl", pa.bool_()),
+    ("callback", pa.bool_()),
     ("member_id", pa.dictionary(pa.int32(), pa.string())),
     ("instance_id", pa.dictionary(pa.int32(), pa.string())),
     ("generation", pa.int64()),
@@ -89,10 +92,10 @@ class Columns:
         return len(self.data["seq"])
 
     def add_event(self, event: dict[str, Any], *, group: str, member: str | None, seq: int, source: str,
-                  line: int, jsonl: bool) -> None:
+                  line: int, jsonl: bool, callback: bool = False) -> None:
         """Append the rows of one event (one per partition it names, or one)."""
         name = event["name"]
-        common = (group, seq, _int(event["timestamp"]), name, member, source, line, jsonl,
+        common = (group, seq, _int(event["timestamp"]), name, member, source, line, jsonl, callback,
                   _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
                   _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
                   _str(event.get("auto_offset_reset")))
@@ -120,11 +123,11 @@ class Columns:
     def _row(self, common: tuple[Any, ...], part: int, member_id: str | None, topic: str | None,
              partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
              success: bool | None, error: str | None) -> None:
-        (group, seq, ts, name, member, source, line, jsonl, instance_id, generation, protocol, assignor, reason,
+        (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
          state, reset) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
-                           ("member", member), ("source", source), ("line", line), ("jsonl", jsonl),
+                           ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
                            ("member_id", member_id), ("instance_id", instance_id), ("generation", generation),
                            ("protocol", protocol), ("assignor", assignor), ("topic", topic),
                            ("partition", partition), ("count", count), ("minOffset", low), ("maxOffset", high),

@@ -65,17 +65,15 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
 
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
-    info = read_input(corpus)
-    callback = list(info.get("callback_members", []))
-    events = load(spark, corpus).repartition("group").persist()
-    rows = member_rows(events, callback, config.default_protocol).persist()
+    events = inv.group_generations(load(spark, corpus).repartition("group")).persist()
+    rows = member_rows(events, config.default_protocol).persist()
     iv = intervals(rows)
     found = (inv.overlaps(iv, rows, inv.removals(events), config.skew_ms)
              .unionByName(inv.revoked_then_assigned(rows))
              .unionByName(inv.unowned(rows))
              .unionByName(inv.stale_commits(rows))
              .unionByName(inv.generation_down(rows))
-             .unionByName(inv.eager_not_revoked(rows, iv, callback)))
+             .unionByName(inv.eager_not_revoked(rows, iv)))
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
                 rb.moves(rows))
 

@@ -58,14 +58,13 @@ def _protocol(default_protocol: str | None) -> Column:
     return F.coalesce(named, by_assignor, F.lit(default_protocol))
 
 
-def member_rows(events: DataFrame, callback_members: list[str], default_protocol: str | None) -> DataFrame:
+def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     """The rows of member events, with the checker's per-member state as columns (see the module doc)."""
     name = F.col("name")
     rows = events.filter(F.col("member").isNotNull())
-    if callback_members:
-        # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
-        # _callback_superseded)
-        rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("member").isin(*callback_members)))
+    # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
+    # _callback_superseded)
+    rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback")))
     wm = Window.partitionBy("group", "member").orderBy("seq", "part")
     upto = wm.rowsBetween(UNB, 0)
     rows = (rows

@@ -20,6 +20,8 @@ CONF = {
     "spark.ui.showConsoleProgress": "false",
     # the job partitions by group once; windows and joins keyed by (group, ...) then need no new shuffle
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    # ... which holds only if the cached, group-partitioned corpus keeps telling Spark how it is partitioned
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "false",
     "spark.sql.adaptive.enabled": "true",
 }
 

@@ -39,12 +39,12 @@ def malformed(events: DataFrame, rows: DataFrame) -> DataFrame:
     order = ev.withColumn("prev_ts", F.lag("timestamp").over(wsrc)).filter(F.col("timestamp") < F.col("prev_ts")) \
         .withColumn("kind", F.lit("out-of-order"))
     coord = ev.filter(name.startswith("coordinator_") & F.col("generation").isNotNull())
-    announced = coord.select("group", F.col("generation").alias("g")).distinct()
+    announced = coord.select(F.col("group").alias("a_group"), F.col("generation").alias("g")).distinct()
     with_coord = coord.select(F.col("group").alias("c_group")).distinct()
     member_ev = ev.filter(F.col("member").isNotNull() & (F.col("generation") >= 0))
     unknown = (member_ev.join(with_coord, member_ev["group"] == with_coord["c_group"], "left_semi")
-               .join(announced, (member_ev["group"] == announced["group"]) & (member_ev["generation"] == announced["g"]),
-                     "left_anti")
+               .join(announced, (member_ev["group"] == announced["a_group"])
+                     & (member_ev["generation"] == announced["g"]), "left_anti")
                .withColumn("kind", F.lit("unknown-generation")))
     cols = ["group", "kind", "member", "timestamp", "seq"]
     out = None
