@@ -55,21 +55,40 @@ def group_name(index: int) -> str:
     return f"g{index:07d}"
 
 
-def random_scenario(rng: random.Random, group: str, faults: Sequence[str]) -> dict[str, Any]:
-    """One random group as a scenario document (docs/scenarios.md)."""
+# What a group running a mutant is made of, so that the mutant's wrong step is reached: the assignor it
+# lives in, and the situation that exercises it (a member joining while cooperative partitions move, a
+# stall past max.poll.interval.ms, a static restart, ...). Everything else stays random.
+MUTANT_SHAPES: dict[str, dict[str, Any]] = {
+    "coop-no-withhold": {"assignors": ("cooperative-sticky",), "late_join": True},
+    "double-claim-both-keep": {"assignors": ("sticky",), "fault": "stall"},
+    "stale-owned-after-sync-rebalance": {"fault": "stall"},
+    "commit-old-generation": {"fault": "stall", "auto_commit": True},
+    "static-rejoin-rebalances": {"statics": True, "fault": "restart"},
+    "position-ignores-committed": {"late_join": True, "reset": "latest"},
+    "range-ceil-quota": {"assignors": ("range",), "late_join": True},
+    "roundrobin-reset-per-topic": {"assignors": ("roundrobin",), "two_topics": True},
+}
+
+
+def random_scenario(rng: random.Random, group: str, faults: Sequence[str], mutant: str | None = None
+                    ) -> dict[str, Any]:
+    """One random group as a scenario document (docs/scenarios.md), shaped for ``mutant`` if given."""
+    shape = MUTANT_SHAPES.get(mutant or "", {})
     topics = {"orders": rng.randint(1, 8)}
-    if rng.random() < 0.4:
+    if rng.random() < 0.4 or shape.get("two_topics"):
         topics["audit"] = rng.randint(1, 4)
+    if shape.get("late_join"):
+        topics["orders"] = max(topics["orders"], 4)
     initial = dict(topics)  # the counts at time 0; add_partitions raises `topics` as the steps go
     names = [f"m{i}" for i in range(rng.randint(2, 5))]
-    assignors = list(rng.choice(ASSIGNOR_LISTS))
-    statics = {n: f"{n}-static" for n in names if rng.random() < 0.3}
+    assignors = list(shape.get("assignors") or rng.choice(ASSIGNOR_LISTS))
+    statics = {n: f"{n}-static" for n in names if rng.random() < 0.3 or shape.get("statics")}
     until = rng.randint(30, 60) * 1000
-    auto = rng.random() < 0.6
+    auto = rng.random() < 0.6 or bool(shape.get("auto_commit"))
     config: dict[str, Any] = {
         "group_id": group, "initial_rebalance_delay_ms": 0, "session_timeout_ms": rng.choice([6000, 10000]),
         "heartbeat_interval_ms": 1000, "max_poll_interval_ms": rng.choice([8000, 15000, 30000]),
-        "auto_offset_reset": rng.choice(["earliest", "latest"]), "enable_auto_commit": auto,
+        "auto_offset_reset": shape.get("reset") or rng.choice(["earliest", "latest"]), "enable_auto_commit": auto,
     }
     if not auto:
         config["commit"] = rng.choice(["sync", "async", "none"])
@@ -88,8 +107,14 @@ def random_scenario(rng: random.Random, group: str, faults: Sequence[str]) -> di
     for name in names:
         steps.append(join(rng.randint(0, 3000), name))
         running.add(name)
+    if shape.get("late_join"):
+        steps.append(join(8000, "late"))
+    if shape.get("fault") == "stall":
+        steps.append({"at": 9000, "do": "stall", "member": names[0], "for_ms": config["max_poll_interval_ms"] + 4000})
+    elif shape.get("fault") == "restart":
+        steps.append({"at": 9000, "do": "restart", "member": names[0]})
     steps.sort(key=lambda s: s["at"])
-    at = 5000
+    at = 12000 if shape else 5000
     for _ in range(rng.randint(0, 4) if faults else 0):
         at += rng.randint(1000, 8000)
         if at > until - 10000:
@@ -141,10 +166,10 @@ def simulate_group(spec: CorpusSpec, index: int) -> tuple[list[dict[str, Any]], 
 
     rng = random.Random(f"{spec.seed}/{index}")
     group = group_name(index)
-    doc = random_scenario(rng, group, spec.faults)
     mutant = None
     if spec.mutants and rng.random() < spec.mutant_fraction:
         mutant = rng.choice(spec.mutants)
+    doc = random_scenario(rng, group, spec.faults, mutant)
     mutants = frozenset({mutant} if mutant else ())
     scenario = parse(doc)
     monitor = Monitor(replace(scenario.config, mutants=mutants))

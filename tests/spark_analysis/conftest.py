@@ -1,6 +1,6 @@
 """One SparkSession for the whole test run, and the corpora the agreement tests mine once.
 
-The session is local[2] with few shuffle partitions; it is stopped when the run ends, also when a
+The session is local[*] with few shuffle partitions; it is stopped when the run ends, also when a
 test failed. The corpora: every trace set under tests/traces/samples (each set's groups named
 apart, so one Spark run judges them all), and a generated corpus of simulated groups with faults
 and every mutant of model/mutants.py.
@@ -8,6 +8,7 @@ and every mutant of model/mutants.py.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyspark")
+# pyspark.testing imports pandas-on-Spark, which wants this set before any SparkContext starts
+os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
 from model.mutants import MUTANTS  # noqa: E402
 from spark_analysis import corpus, mine, session  # noqa: E402
@@ -32,7 +35,7 @@ def trace_sets() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    s = session.build("local[2]", app="groupspec tests", shuffle_partitions=4)
+    s = session.build("local[*]", app="groupspec tests", shuffle_partitions=4)
     try:
         yield s
     finally:

@@ -15,9 +15,9 @@ import pytest
 
 from spark_analysis import corpus, mine
 from tests.spark_analysis.conftest import GENERATED, trace_sets
+from tests.traces.support import run as check_paths
 from traces.checker import CheckConfig
 from traces.report import check_events
-from tests.traces.support import run as check_paths
 
 pyspark_testing = pytest.importorskip("pyspark.testing")
 
