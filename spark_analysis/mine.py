@@ -78,10 +78,30 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 rb.moves(rows))
 
 
-def shuffles(df: DataFrame) -> int:
-    """Exchanges (shuffles) in ``df``'s executed physical plan, reused ones not counted twice."""
-    text = df._jdf.queryExecution().executedPlan().toString()
-    return sum(1 for line in text.splitlines() if "Exchange" in line and "ReusedExchange" not in line)
+def shuffles(df: DataFrame) -> dict[str, int]:
+    """Shuffles and broadcasts in ``df``'s physical plan.
+
+    The plan prints each cached relation's own plan under every scan of it; those lines are skipped
+    (a cached relation is computed once), and the corpus's one repartition by group -- under the
+    cache -- is counted once.
+    """
+    lines = df._jdf.queryExecution().executedPlan().toString().splitlines()
+    hashed = broadcast = 0
+    skip_deeper: int | None = None
+    for line in lines:
+        depth = len(line) - len(line.lstrip(" :+-"))
+        if skip_deeper is not None:
+            if depth > skip_deeper:
+                continue
+            skip_deeper = None
+        if "InMemoryRelation" in line:
+            skip_deeper = depth
+            continue
+        if "BroadcastExchange" in line:
+            broadcast += 1
+        elif "Exchange " in line and "ReusedExchange" not in line:
+            hashed += 1
+    return {"shuffles": hashed + 1, "broadcasts": broadcast}
 
 
 class Progress:
@@ -137,7 +157,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         else:
             found_df = p.findings
         found = [_finding_json(r) for r in found_df.collect()]
-        n_shuffles = shuffles(p.findings) if out is None else _shuffles_of(p)
+        n_shuffles = shuffles(p.findings)
         counts = p.events.agg(F.countDistinct("group", "seq").alias("events"), F.count(F.lit(1)).alias("rows"),
                               F.countDistinct("group").alias("groups")).collect()[0]
         bad = [r.asDict(recursive=True) for r in wf.summary(p.malformed).collect()]
@@ -185,7 +205,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
             "pause_histogram": pause_hist,
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
         },
-        "spark": {"master": spark.sparkContext.master, "version": spark.version, "shuffles": n_shuffles,
+        "spark": {"master": spark.sparkContext.master, "version": spark.version, **n_shuffles,
                   "seconds": round(time.monotonic() - started, 3)},
         "config": asdict(config),
     }
@@ -197,10 +217,6 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
     if truth is not None:
         report["truth"] = score(truth, {f["group"] for f in violations})
     return report
-
-
-def _shuffles_of(p: Plan) -> int:
-    return shuffles(p.findings)
 
 
 def score(truth: dict[str, Any], flagged: set[str]) -> dict[str, Any]:

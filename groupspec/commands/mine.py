@@ -44,10 +44,14 @@ def run(args: argparse.Namespace) -> int:
     from groupspec import mine_report
     from spark_analysis import mine, session
 
+    from pyspark.sql import SparkSession
+
     config = mine.MineConfig(skew_ms=args.skew_ms, default_protocol=args.protocol)
-    _say(f"mine: starting Spark ({args.master})")
+    # a session already running in this process (a notebook, the test suite) is used and left running
+    ours = SparkSession.getActiveSession() is None
+    _say(f"mine: starting Spark ({args.master})" if ours else "mine: using the running SparkSession")
     try:
-        spark = session.build(args.master)
+        spark = session.build(args.master) if ours else SparkSession.getActiveSession()
     except Exception as exc:  # the JVM did not start: infrastructure, exit 2 with one line
         raise InputError(f"cannot start Spark on {args.master}: {str(exc).splitlines()[0] if str(exc) else exc}") \
             from None
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"Spark failed: {str(exc).splitlines()[0]}", source=str(args.corpus)) from None
         raise
     finally:
-        spark.stop()
+        if ours:
+            spark.stop()
     written = mine_report.write(args.out, data)
     _say(f"mine: {len(data['violations'])} violation(s), {len(data['warnings'])} warning(s) in "
          f"{data['input']['events']:,} events; report: {', '.join(str(p) for p in written)}")
