@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))
+    from pyspark.sql import SparkSession
+
     from groupspec import mine_report
     from spark_analysis import mine, session
-
-    from pyspark.sql import SparkSession
 
     config = mine.MineConfig(skew_ms=args.skew_ms, default_protocol=args.protocol)
     # a session already running in this process (a notebook, the test suite) is used and left running

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from groupspec.cli import main
-from tests.traces.support import consumed, ev, run as check_paths, write_jsonl
+from tests.traces.support import consumed, ev, write_jsonl
+from tests.traces.support import run as check_paths
 
 
 def _trace_with_double_owner(tmp: Path) -> Path:
