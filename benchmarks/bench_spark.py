@@ -89,6 +89,11 @@ def _jvm_peak_mb(spark: Any) -> float | None:
     return None
 
 
+def _dir_name(master: str) -> str:
+    """``local[2]`` -> ``local-2``: Spark reads brackets in a path as a glob."""
+    return master.replace("[", "-").replace("]", "").replace("*", "all").replace("/", "").replace(":", "")
+
+
 def spark_run(corpus: Path, master: str, out: Path, core_only: bool) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -218,13 +223,13 @@ def main(argv: list[str] | None = None) -> int:
         corpus_dir, events, copies = replicate(pool_dir, args.work, size)
         run: dict[str, Any] = {"target": size, "events": events, "copies": copies}
         for master in args.masters.split(","):
-            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{master}", core_only=False)
+            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False)
             r["events_per_s"] = round(events / r["seconds"])
             run[f"spark {master} whole"] = r
             print(f"{events:,} events, spark {master} whole job: {r}", flush=True)
         if not args.no_core:
             master = args.masters.split(",")[-1]
-            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{master}", core_only=True)
+            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}-core", core_only=True)
             r["events_per_s"] = round(events / r["seconds"])
             run[f"spark {master} core"] = r
             print(f"{events:,} events, spark {master} core: {r}", flush=True)

@@ -92,9 +92,14 @@ def intervals(rows: DataFrame) -> DataFrame:
     """One row per ownership interval (see the module doc), with how and when it ended."""
     name = F.col("name")
     wm = Window.partitionBy("group", "member").orderBy("seq", "part")
-    wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
     ev_where = where()
-    release = F.first(F.when(F.col("is_release"), F.struct(
+    # "the next X after this row" is the last X of the rows after it, read backwards: a running frame over the
+    # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
+    # partition for every row: quadratic per member.)
+    back_m = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
+    back_tp = Window.partitionBy("group", "member", "life", "topic", "partition") \
+        .orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
+    release = F.last(F.when(F.col("is_release"), F.struct(
         F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
         F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
         F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
@@ -110,8 +115,8 @@ def intervals(rows: DataFrame) -> DataFrame:
     whole = wm.rowsBetween(UNB, UNF)
     rows = (rows
             .withColumn("_life_end", life_end)
-            .withColumn("next_release", release.over(wtp.rowsBetween(1, UNF)))
-            .withColumn("next_life", F.first("_life_end", True).over(wm.rowsBetween(1, UNF)))
+            .withColumn("next_release", release.over(back_tp))
+            .withColumn("next_life", F.last("_life_end", True).over(back_m))
             .withColumn("last_ts", F.max("timestamp").over(whole))
             .withColumn("last_gen", F.last("gen_ff").over(whole))
             .withColumn("last_source", F.last("source").over(whole)))
