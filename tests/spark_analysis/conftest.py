@@ -26,11 +26,15 @@ SAMPLES = Path(__file__).resolve().parents[1] / "traces" / "samples"
 GENERATED = corpus.CorpusSpec(groups=48, seed=7, mutant_fraction=0.6, mutants=tuple(sorted(MUTANTS)))
 
 
+def _holds_traces(folder: Path) -> bool:
+    return any(c.is_file() and c.suffix in (".jsonl", ".json", ".log", ".gz") and c.name != "scenario.json"
+               for c in folder.iterdir())
+
+
 def trace_sets() -> dict[str, Path]:
-    """Each directory of samples is one trace set (one incident), each real/ capture too."""
-    sets = {p.name: p for p in sorted(SAMPLES.iterdir()) if p.is_dir() and p.name != "real"}
-    sets |= {f"real-{p.name}": p for p in sorted((SAMPLES / "real").iterdir()) if p.is_dir()}
-    return sets
+    """Every directory of samples holding trace files is one trace set (one incident, one run)."""
+    return {p.relative_to(SAMPLES).as_posix().replace("/", "-"): p for p in sorted(SAMPLES.rglob("*"))
+            if p.is_dir() and _holds_traces(p)}
 
 
 @pytest.fixture(scope="session")
