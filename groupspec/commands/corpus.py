@@ -1,0 +1,97 @@
+"""``groupspec corpus``: a corpus for ``groupspec mine``, as Parquet (docs/mining.md).
+
+``--groups N`` runs the model's simulator over N random groups (worker processes, one per core)
+with faults, records and, in a known fraction of them, named mutants; DIR/truth.json says which
+group ran which mutant and what the model's monitor flagged. ``--from PATH...`` reads captured
+traces (anything ``groupspec check`` reads) into the same layout, counting unusable lines per file
+as the checker does. Exit 0 when the corpus was written, 2 for bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from groupspec.errors import EXIT_OK, InputError
+
+NAME = "corpus"
+HELP = "write a Parquet corpus for `groupspec mine`: simulated groups (--groups) or captured traces (--from)"
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--groups", type=_count, metavar="N", help="simulate N random groups with the model")
+    source.add_argument("--from", dest="paths", nargs="+", metavar="PATH",
+                        help="trace files or folders (every format groupspec check reads)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the corpus directory to write")
+    parser.add_argument("--mutant-fraction", type=_fraction, default=0.0, metavar="F",
+                        help="with --groups: the fraction of groups that run one of --mutants (default 0)")
+    parser.add_argument("--mutants", type=_names, default=None, metavar="a,b",
+                        help="with --groups: mutant names (model/mutants.py); default: every mutant")
+    parser.add_argument("--faults", type=_names, default=None, metavar="a,b",
+                        help="with --groups: fault kinds to draw from (default: all of "
+                             "crash,restart,stall,leave,join,subscribe,add_partitions,move_coordinator,"
+                             "fail_coordinator; 'none' for no faults)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="with --groups: the seed (default 0)")
+    parser.add_argument("--workers", type=_count, default=None, metavar="N",
+                        help="with --groups: worker processes (default: one per core)")
+    parser.add_argument("--group", default="default", metavar="NAME",
+                        help="with --from: the group of events that name none (as groupspec check --group)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from spark_analysis import corpus
+
+    if args.out.exists() and any(args.out.iterdir()):
+        raise InputError("the output directory is not empty", source=str(args.out))
+    if args.paths is not None:
+        from traces.schema import TraceInputError
+
+        try:
+            corpus.from_traces(args.paths, args.out, default_group=args.group)
+        except TraceInputError as exc:
+            raise InputError(str(exc)) from None
+        return EXIT_OK
+    from model.mutants import MUTANTS
+
+    mutants = args.mutants if args.mutants is not None else tuple(MUTANTS)
+    unknown = [m for m in mutants if m not in MUTANTS]
+    if unknown:
+        raise InputError(f"--mutants: unknown mutant(s) {', '.join(unknown)}; known: {', '.join(MUTANTS)}")
+    faults = args.faults if args.faults is not None else corpus.GROUP_FAULTS
+    if faults == ("none",):
+        faults = ()
+    bad = [f for f in faults if f not in corpus.GROUP_FAULTS]
+    if bad:
+        raise InputError(f"--faults: unknown fault(s) {', '.join(bad)}; known: {', '.join(corpus.GROUP_FAULTS)}")
+    if args.mutant_fraction > 0 and not mutants:
+        raise InputError("--mutant-fraction needs at least one mutant")
+    spec = corpus.CorpusSpec(groups=args.groups, seed=args.seed, mutant_fraction=args.mutant_fraction,
+                             mutants=tuple(mutants), faults=tuple(faults))
+    corpus.simulate_groups(spec, args.out, workers=args.workers or os.cpu_count())
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""``groupspec mine DIR``: the checker's invariants and rebalance analytics over a corpus, on Spark.
+
+DIR is a corpus (``groupspec corpus``). ``local[*]`` by default, ``--master spark://...`` for a
+cluster. Writes ``violations.parquet`` and mine.json / .md / .html into ``--out`` (default
+reports/mine); ``--json`` prints the report on stdout. Progress goes to stderr. Exit 0 when no
+violation was found, 1 when one was, 2 for a corpus that cannot be read or a Spark failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from groupspec.errors import EXIT_OK, EXIT_VIOLATION, InputError
+
+NAME = "mine"
+HELP = "find the checker's violations and rebalance analytics in a Parquet corpus with Spark"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("corpus", type=Path, metavar="DIR", help="a corpus written by groupspec corpus")
+    parser.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
+    parser.add_argument("--out", type=Path, default=Path("reports/mine"), metavar="DIR",
+                        help="where violations.parquet and mine.{json,md,html} go (default reports/mine)")
+    parser.add_argument("--json", action="store_true", help="print the report (JSON) on stdout")
+    parser.add_argument("--skew-ms", type=int, default=0, metavar="N",
+                        help="clock skew tolerated between files (as groupspec check --skew-ms)")
+    parser.add_argument("--protocol", choices=["eager", "cooperative"], default=None,
+                        help="the protocol of members that do not say (as groupspec check --protocol)")
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from spark_analysis.layout import part_files
+
+    if not args.corpus.is_dir() or not part_files(args.corpus):
+        raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
+                         source=str(args.corpus))
+    from pyspark.sql import SparkSession
+
+    from groupspec import mine_report
+    from spark_analysis import mine, session
+
+    config = mine.MineConfig(skew_ms=args.skew_ms, default_protocol=args.protocol)
+    # a session already running in this process (a notebook, the test suite) is used and left running
+    ours = SparkSession.getActiveSession() is None
+    _say(f"mine: starting Spark ({args.master})" if ours else "mine: using the running SparkSession")
+    try:
+        spark = session.build(args.master) if ours else SparkSession.getActiveSession()
+    except Exception as exc:  # the JVM did not start: infrastructure, exit 2 with one line
+        raise InputError(f"cannot start Spark on {args.master}: {str(exc).splitlines()[0] if str(exc) else exc}") \
+            from None
+    try:
+        data = mine.run(spark, args.corpus, args.out, config, progress=_say)
+    except Exception as exc:
+        from pyspark.errors import PySparkException
+
+        if isinstance(exc, PySparkException):
+            raise InputError(f"Spark failed: {str(exc).splitlines()[0]}", source=str(args.corpus)) from None
+        raise
+    finally:
+        if ours:
+            spark.stop()
+    written = mine_report.write(args.out, data)
+    _say(f"mine: {len(data['violations'])} violation(s), {len(data['warnings'])} warning(s) in "
+         f"{data['input']['events']:,} events; report: {', '.join(str(p) for p in written)}")
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    return EXIT_VIOLATION if data["violations"] else EXIT_OK

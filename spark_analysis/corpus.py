@@ -1,0 +1,366 @@
+"""Build a corpus: simulated groups from the model, or captured traces, as Parquet (:mod:`spark_analysis.layout`).
+
+Two sources:
+
+- :func:`simulate_groups` runs the model's simulator (:func:`model.system_run.simulate`) over N
+  random groups: random members (2-5, some static), one assignor list per group (each of Kafka's
+  four assignors, and the eager default ``[cooperative-sticky, range]``), topics and partition
+  counts, producers and delivery settings, and random faults (crashes, restarts, stalls, leaves,
+  joins, subscription changes, partitions added, the coordinator moving or failing). A known
+  fraction of the groups runs with one of the named mutants (:mod:`model.mutants`) switched on;
+  the model's own invariant monitor watches every run, and ``truth.json`` says, per group, which
+  mutant it ran with and what the monitor flagged. Groups are simulated in worker processes (one
+  per core by default), each writing its own part files.
+- :func:`from_traces` reads anything ``groupspec check`` reads (files and folders, every format,
+  detected the same way) through the checker's own readers and merge, so lines that cannot be used
+  are counted per file and reason exactly as the checker counts them (``input.json``).
+
+Every group is deterministic for ``(seed, index)``: the same command writes the same corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from spark_analysis.layout import Columns, write_part
+
+GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
+                "fail_coordinator")
+ASSIGNOR_LISTS = (("range",), ("roundrobin",), ("sticky",), ("cooperative-sticky",), ("cooperative-sticky",),
+                  ("cooperative-sticky", "range"))
+ROWS_PER_PART = 2_000_000
+GROUPS_PER_TASK = 50
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------- simulated groups
+
+
+def group_name(index: int) -> str:
+    return f"g{index:07d}"
+
+
+# What a group running a mutant is made of, so that the mutant's wrong step is reached: the assignor it
+# lives in, and the situation that exercises it (a member joining while cooperative partitions move, a
+# stall past max.poll.interval.ms, a static restart, ...). Everything else stays random.
+MUTANT_SHAPES: dict[str, dict[str, Any]] = {
+    "coop-no-withhold": {"assignors": ("cooperative-sticky",), "late_join": True},
+    "double-claim-both-keep": {"assignors": ("sticky",), "fault": "stall"},
+    "stale-owned-after-sync-rebalance": {"fault": "stall"},
+    "commit-old-generation": {"fault": "stall", "auto_commit": True},
+    "static-rejoin-rebalances": {"statics": True, "fault": "restart"},
+    "position-ignores-committed": {"late_join": True, "reset": "latest"},
+    "range-ceil-quota": {"assignors": ("range",), "late_join": True},
+    "roundrobin-reset-per-topic": {"assignors": ("roundrobin",), "two_topics": True},
+}
+
+
+def random_scenario(rng: random.Random, group: str, faults: Sequence[str], mutant: str | None = None
+                    ) -> dict[str, Any]:
+    """One random group as a scenario document (docs/scenarios.md), shaped for ``mutant`` if given."""
+    shape = MUTANT_SHAPES.get(mutant or "", {})
+    topics = {"orders": rng.randint(1, 8)}
+    if rng.random() < 0.4 or shape.get("two_topics"):
+        topics["audit"] = rng.randint(1, 4)
+    if shape.get("late_join"):
+        topics["orders"] = max(topics["orders"], 4)
+    initial = dict(topics)  # the counts at time 0; add_partitions raises `topics` as the steps go
+    names = [f"m{i}" for i in range(rng.randint(2, 5))]
+    assignors = list(shape.get("assignors") or rng.choice(ASSIGNOR_LISTS))
+    statics = {n: f"{n}-static" for n in names if rng.random() < 0.3 or shape.get("statics")}
+    until = rng.randint(30, 60) * 1000
+    auto = rng.random() < 0.6 or bool(shape.get("auto_commit"))
+    config: dict[str, Any] = {
+        "group_id": group, "initial_rebalance_delay_ms": 0, "session_timeout_ms": rng.choice([6000, 10000]),
+        "heartbeat_interval_ms": 1000, "max_poll_interval_ms": rng.choice([8000, 15000, 30000]),
+        "auto_offset_reset": shape.get("reset") or rng.choice(["earliest", "latest"]), "enable_auto_commit": auto,
+    }
+    if not auto:
+        config["commit"] = rng.choice(["sync", "async", "none"])
+        config["commit_on_revoke"] = rng.random() < 0.5
+    subscribed = sorted(topics)
+
+    def join(at: int, name: str) -> dict[str, Any]:
+        step = {"at": at, "do": "join", "member": name, "assignors": assignors, "topics": subscribed}
+        if name in statics:
+            step["instance_id"] = statics[name]
+        return step
+
+    steps: list[dict[str, Any]] = [{"at": 0, "do": "produce", "topic": t, "records": rng.randint(1, 5),
+                                    "every_ms": rng.choice([200, 500, 1000])} for t in sorted(topics)]
+    running: set[str] = set()
+    for name in names:
+        steps.append(join(rng.randint(0, 3000), name))
+        running.add(name)
+    if shape.get("late_join"):
+        steps.append(join(8000, "late"))
+    if shape.get("fault") == "stall":
+        steps.append({"at": 9000, "do": "stall", "member": names[0], "for_ms": config["max_poll_interval_ms"] + 4000})
+    elif shape.get("fault") == "restart":
+        steps.append({"at": 9000, "do": "restart", "member": names[0]})
+    steps.sort(key=lambda s: s["at"])
+    at = 12000 if shape else 5000
+    for _ in range(rng.randint(0, 4) if faults else 0):
+        at += rng.randint(1000, 8000)
+        if at > until - 10000:
+            break
+        kind = rng.choice(list(faults))
+        name = rng.choice(names)
+        if kind in ("crash", "stall", "leave") and name in running:
+            step: dict[str, Any] = {"at": at, "do": kind, "member": name}
+            if kind == "stall":
+                step["for_ms"] = rng.choice([2000, 9000, 20000])
+            else:
+                running.discard(name)
+            steps.append(step)
+        elif kind == "join" and name not in running:
+            steps.append(join(at, name))
+            running.add(name)
+        elif kind == "restart":
+            steps.append({"at": at, "do": "restart", "member": name})
+            running.add(name)
+        elif kind == "subscribe" and name in running:
+            steps.append({"at": at, "do": "subscribe", "member": name,
+                          "topics": rng.choice([["orders"], sorted(topics), ["orders", "audit"]])})
+        elif kind == "add_partitions":
+            topic = rng.choice(sorted(topics))
+            topics_now = topics[topic] + rng.randint(1, 3)
+            topics[topic] = topics_now
+            steps.append({"at": at, "do": "add_partitions", "topic": topic, "count": topics_now})
+        elif kind == "move_coordinator":
+            steps.append({"at": at, "do": "move_coordinator"})
+        elif kind == "fail_coordinator":
+            steps.append({"at": at, "do": "fail_coordinator", "for_ms": rng.choice([1000, 4000])})
+    return {"topics": initial, "config": config, "steps": steps, "until": until}
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    groups: int
+    seed: int = 0
+    mutant_fraction: float = 0.0
+    mutants: tuple[str, ...] = ()
+    faults: tuple[str, ...] = GROUP_FAULTS
+
+
+def simulate_group(spec: CorpusSpec, index: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The trace of group ``index`` and its truth entry (mutant, what the model's monitor flagged)."""
+    from model.invariants.protocol import WARNINGS, Monitor
+    from model.scenario import parse
+    from model.system_run import simulate
+
+    rng = random.Random(f"{spec.seed}/{index}")
+    group = group_name(index)
+    mutant = None
+    if spec.mutants and rng.random() < spec.mutant_fraction:
+        mutant = rng.choice(spec.mutants)
+    doc = random_scenario(rng, group, spec.faults, mutant)
+    mutants = frozenset({mutant} if mutant else ())
+    scenario = parse(doc)
+    monitor = Monitor(replace(scenario.config, mutants=mutants))
+    run = simulate(scenario, seed=index, mutants=mutants, observer=monitor.observe)
+    assert run.final is not None
+    monitor.finish(run.final)
+    flagged = sorted({v.invariant for v in monitor.violations if v.invariant not in WARNINGS})
+    gaps = sorted({v.invariant for v in monitor.violations if v.known_kafka_gap})
+    return run.events, {"mutant": mutant, "monitor": flagged, "known_kafka_gaps": gaps, "events": len(run.events)}
+
+
+def _simulate_task(spec: CorpusSpec, indices: list[int], out: Path, task: int) -> tuple[dict[str, Any], int, int]:
+    cols = Columns()
+    truth: dict[str, Any] = {}
+    events = 0
+    for index in indices:
+        trace, entry = simulate_group(spec, index)
+        group = group_name(index)
+        label = f"{group}.jsonl"
+        for n, event in enumerate(trace, start=1):
+            member = None if event["name"].startswith("coordinator_") else (event.get("member") or label)
+            cols.add_event(event, group=group, member=member, seq=n, source=label, line=n, jsonl=True)
+        truth[group] = entry
+        events += len(trace)
+    write_part(cols.table(), out, task)
+    return truth, events, len(indices)
+
+
+def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
+                    progress: Progress | None = stderr_progress) -> dict[str, Any]:
+    """Write ``spec.groups`` simulated groups to ``out`` (Parquet parts, truth.json, input.json)."""
+    from model import mutants as registry
+
+    registry.validate(frozenset(spec.mutants))
+    out.mkdir(parents=True, exist_ok=True)
+    workers = workers or os.cpu_count() or 1
+    chunks = [list(range(i, min(i + GROUPS_PER_TASK, spec.groups))) for i in range(0, spec.groups, GROUPS_PER_TASK)]
+    truth: dict[str, Any] = {}
+    events = done = 0
+    started = time.monotonic()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_simulate_task, spec, chunk, out, task) for task, chunk in enumerate(chunks)]
+        for future in futures:
+            part_truth, part_events, part_groups = future.result()
+            truth.update(part_truth)
+            events += part_events
+            done += part_groups
+            if progress:
+                elapsed = time.monotonic() - started
+                progress(f"corpus: {done}/{spec.groups} groups, {events:,} events, {elapsed:.0f} s "
+                         f"({events / max(elapsed, 1e-9):,.0f} events/s, {workers} worker(s))")
+    doc = {"generator": "groupspec corpus --groups", "groups": spec.groups, "seed": spec.seed,
+           "mutant_fraction": spec.mutant_fraction, "mutants": list(spec.mutants), "faults": list(spec.faults),
+           "truth": dict(sorted(truth.items()))}
+    (out / "truth.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    _write_input(out, {"events": events, "lines": events, "files": spec.groups, "skipped": {},
+                       "skipped_per_file": {}, "skipped_examples": []})
+    return doc
+
+
+# ---------------------------------------------------------------------------------- captured traces
+
+
+@dataclass
+class _MemberGroups:
+    """The group each member's events count in, decided as the checker's ``Checker._member`` decides it.
+
+    A member starts in the group its first event names (else the default group); an event naming
+    another group moves it only while it has named none explicitly and owns nothing. So the
+    member's partitions are tracked here too (assigned adds, revoked / lost removes, startup and
+    shutdown clear; client-log ownership lines of a member with a callback trace change nothing).
+    """
+
+    default: str
+    of: dict[str, tuple[str, bool]] = field(default_factory=dict)  # member -> (group, named explicitly)
+    owned: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
+
+    def group(self, member: str, event: dict[str, Any], superseded: bool) -> str:
+        named = event.get("group")
+        named = named if isinstance(named, str) else None
+        current = self.of.get(member)
+        owned = self.owned.setdefault(member, set())
+        if current is None:
+            current = self.of[member] = (named or self.default, named is not None)
+        elif named is not None and named != current[0] and not current[1] and not owned:
+            current = self.of[member] = (named, True)
+        name = event["name"]
+        if name in ("startup_complete", "shutdown_complete"):
+            owned.clear()
+        elif name in ("partitions_assigned", "partitions_revoked", "partitions_lost") and not superseded:
+            tps = {(p.get("topic"), p.get("partition")) for p in event.get("partitions") or () if isinstance(p, dict)}
+            if name == "partitions_assigned":
+                owned |= tps
+            else:
+                owned -= tps
+        return current[0]
+
+
+def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
+                naive_offset_ms: int | None = None, progress: Progress | None = stderr_progress,
+                group_prefix: str = "", first_part: int = 0) -> dict[str, Any]:
+    """Read trace files / folders the way ``groupspec check`` does and write them as a corpus.
+
+    ``group_prefix`` and ``first_part`` let several trace sets share one corpus directory (each set's
+    groups named apart, its part files numbered from ``first_part``); the input.json written is
+    this set's.
+
+    Raises :class:`traces.schema.TraceInputError` for input that cannot be used at all.
+    """
+    from traces.detect import plan as make_plan
+    from traces.merge import merged
+    from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
+
+    plan = make_plan(list(paths), fmt, naive_offset_ms)
+    stats = InputStats(max_examples=50)
+    per_file: dict[str, Counter[str]] = {}
+    labels = [s.label for s in plan.sources]
+    skip = stats.skip
+
+    def counting_skip(source: Any, line: int, reason: str, detail: str = "") -> None:
+        per_file.setdefault(source.label, Counter())[reason] += 1
+        skip(source, line, reason, detail)
+
+    stats.skip = counting_skip  # type: ignore[method-assign]
+    out.mkdir(parents=True, exist_ok=True)
+    cols = Columns()
+    groups = _MemberGroups(default_group)
+    jsonl_formats = _jsonl_formats()
+    part = first_part
+    events = 0
+    started = time.monotonic()
+    for seq, (_ts, src, _s, line, event) in enumerate(merged(plan.sources, stats), start=1):
+        source = plan.sources[src]
+        name = event["name"]
+        member = None
+        try:
+            if not name.startswith("coordinator_"):
+                member = event.get("member") or source.member
+                if not isinstance(member, str):
+                    raise BadField(f"member is not a string: {member!r:.40}")
+            if name in ("partitions_assigned", "partitions_revoked", "partitions_lost"):
+                partitions_field(event)
+            int_field(event, "generation")
+        except BadField as exc:
+            stats.skip(source, line, BAD_FIELD, f"{name}: {exc}")
+            continue
+        jsonl = source.format in jsonl_formats
+        callback = member in plan.callback_members
+        if member is None:
+            group = event.get("group") if isinstance(event.get("group"), str) else default_group
+        else:
+            group = groups.group(member, event, superseded=callback and not jsonl)
+        cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
+                       jsonl=jsonl, callback=callback)
+        events += 1
+        if len(cols) >= ROWS_PER_PART:
+            write_part(cols.table(), out, part)
+            part += 1
+            cols = Columns()
+            if progress:
+                progress(f"corpus: {events:,} events, {time.monotonic() - started:.0f} s")
+    if len(cols) or part == first_part:
+        write_part(cols.table(), out, part)
+        part += 1
+    doc = {"events": events, "lines": stats.lines, "files": len(plan.sources), "skipped": dict(stats.skipped),
+           "skipped_per_file": {k: dict(v) for k, v in sorted(per_file.items())},
+           "skipped_examples": stats.examples, "ignored_files": plan.ignored,
+           "callback_members": sorted(plan.callback_members), "parts": part - first_part,
+           "sources": [{"path": s.label, "format": s.format, "member": s.member} for s in plan.sources]}
+    _write_input(out, doc)
+    if progress:
+        progress(f"corpus: {events:,} events from {len(plan.sources)} file(s), "
+                 f"{stats.skipped_total} line(s) skipped, {time.monotonic() - started:.1f} s")
+    return doc
+
+
+def _jsonl_formats() -> frozenset[str]:
+    from traces.readers import JSONL_FORMATS
+
+    return frozenset(JSONL_FORMATS)
+
+
+def _write_input(out: Path, doc: dict[str, Any]) -> None:
+    (out / "input.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def read_input(corpus: Path) -> dict[str, Any]:
+    path = corpus / "input.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def read_truth(corpus: Path) -> dict[str, Any] | None:
+    path = corpus / "truth.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None

@@ -1,0 +1,304 @@
+"""The checker's member-side invariants as Spark jobs: the same ids, findings and evidence.
+
+Each function returns findings as rows of :data:`FINDING_COLUMNS` -- ``group``, ``invariant``,
+``severity``, ``members`` (sorted), ``partitions`` (sorted ``{topic, partition}``), ``t0`` /
+``t1`` (the window), ``evidence`` (``file:line``), ``occurrences``, ``message`` -- the fields of
+the checker's :class:`traces.state.Finding`. The rules are the checker's (docs/check.md, "What is
+checked, and how"); where the checker folds a run of the same violation into one finding
+(consumption of one partition by one member until it is assigned it again; a member's generation
+going down; a member's commits with one stale generation), so does the job, with the count in
+``occurrences``.
+
+Covered: ``single-owner`` and ``zombie-overlap`` (the zombie classification: lost, removed by the
+coordinator, a generation behind, killed or ended; a zombie that consumed or committed the
+partition after the new owner got it violates ``single-owner``), ``revoke-before-assign`` (both
+orders), ``consume-owned-only``, ``commit-owned-only`` (unowned commits past the member's
+position, and commits with a stale generation), ``eager-revoke-all`` (on assignment and on
+joining), ``generation-monotonic`` (per member and file). docs/mining.md lists what is not (yet)
+covered and why.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_analysis.ownership import (
+    ASSIGNED,
+    COMMITTED,
+    CONSUMED,
+    JOINED,
+    RECORD_DATA,
+    REMOVED,
+    UNB,
+    where,
+)
+
+FINDING_COLUMNS = ("group", "invariant", "severity", "members", "partitions", "t0", "t1", "evidence",
+                   "occurrences", "message")
+VIOLATION, WARNING = "violation", "warning"
+
+
+def _tp(topic: str = "topic", partition: str = "partition") -> Column:
+    return F.struct(F.col(topic).alias("topic"), F.col(partition).cast("int").alias("partition"))
+
+
+def _label(topic: str = "topic", partition: str = "partition") -> Column:
+    return F.concat_ws("-", F.col(topic), F.col(partition).cast("string"))
+
+
+def finding(invariant: str | Column, severity: str, members: Column, partitions: Column, t0: Column, t1: Column,
+            evidence: Column, message: Column, occurrences: Column | None = None) -> list[Column]:
+    inv = F.lit(invariant) if isinstance(invariant, str) else invariant
+    return [F.col("group"), inv.alias("invariant"), F.lit(severity).alias("severity"),
+            F.array_sort(F.array_distinct(members)).alias("members"),
+            F.array_sort(F.array_distinct(partitions)).alias("partitions"),
+            F.least(t0, t1).cast("long").alias("t0"), F.greatest(t0, t1).cast("long").alias("t1"),
+            evidence.alias("evidence"), (occurrences if occurrences is not None else F.lit(1)).cast("long")
+            .alias("occurrences"), message.alias("message")]
+
+
+# ------------------------------------------------------------------------------------------ overlaps
+
+
+def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -> DataFrame:
+    """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap.
+
+    An overlap: ``new`` assigned a partition while ``old`` held it (old started before and had not
+    let go). The checker's ``_zombie_reason`` then ``_judge``, as columns.
+    """
+    n = iv.alias("n")
+    o = iv.alias("o")
+    ov = n.join(o, (F.col("n.group") == F.col("o.group")) & (F.col("n.topic") == F.col("o.topic"))
+                & (F.col("n.partition") == F.col("o.partition")) & (F.col("n.member") != F.col("o.member"))
+                & (F.col("o.start_seq") < F.col("n.start_seq")) & (F.col("n.start_seq") < F.col("o.end.seq")))
+    ov = ov.select(F.col("n.group").alias("group"), F.col("n.topic").alias("topic"),
+                   F.col("n.partition").alias("partition"), F.col("o.member").alias("old"),
+                   F.col("n.member").alias("new"), F.col("n.start_seq").alias("start_seq"),
+                   F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
+                   F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
+                   F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"), F.col("o.end").alias("end"))
+    # removed by the coordinator: the latest removal of the old member id before the judgement
+    key = ["group", "topic", "partition", "old", "new", "start_seq"]
+    rem = (ov.join(removed, (ov["group"] == removed["r_group"]) & (ov["old_mid"] == removed["r_member_id"])
+                   & (removed["r_seq"] < ov["end.seq"]), "inner")
+           .groupBy(*[ov[k] for k in key]).agg(F.max_by("r_ts", "r_seq").alias("removed_ts")))
+    # what the old owner did with the partition after the new owner got it (consumed, committed)
+    acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | ((F.col("name") == COMMITTED)
+                        & F.coalesce(F.col("success"), F.lit(True))
+                        & (F.coalesce(F.col("error"), F.lit("")) == ""))) & F.col("owned_before"))
+    acts = acts.select(F.col("group").alias("a_group"), F.col("member").alias("a_member"),
+                       F.col("topic").alias("a_topic"), F.col("partition").alias("a_partition"),
+                       F.col("seq").alias("a_seq"), F.col("timestamp").alias("a_ts"),
+                       F.col("source").alias("a_source"),
+                       F.when(F.col("name") == COMMITTED, F.lit("committed")).otherwise(F.lit("consumed")).alias("a_what"),
+                       where().alias("a_where"))
+    tol = F.when(F.col("a_source") != ov["new_source"], F.lit(skew_ms)).otherwise(F.lit(0))
+    act = (ov.join(acts, (ov["group"] == acts["a_group"]) & (ov["old"] == acts["a_member"])
+                   & (ov["topic"] == acts["a_topic"]) & (ov["partition"] == acts["a_partition"])
+                   & (acts["a_seq"] > ov["start_seq"]) & (acts["a_seq"] < ov["end.seq"])
+                   & (acts["a_ts"] > ov["start"] + tol), "inner")
+           .groupBy(*[ov[k] for k in key])
+           .agg(F.min_by(F.struct("a_what", "a_where", "a_ts"), "a_seq").alias("activity")))
+    ov = ov.join(rem, key, "left").join(act, key, "left")
+    end = F.col("end")
+    t_end = end["ts"]
+    window_end = F.greatest(F.col("start"), t_end)
+    old_gen = end["gen"]
+    by_gen = F.col("new_gen").isNotNull() & old_gen.isNotNull()
+    zombie = (F.when(end["kind"] == "lost", F.lit(True))
+              .when(F.col("removed_ts").isNotNull() & (F.col("removed_ts") <= F.col("start") + skew_ms), F.lit(True))
+              .when(by_gen, (old_gen < 0) | (old_gen < F.col("new_gen")))
+              .otherwise(end["kind"].isin("killed", "eof")))
+    tolerated = (end["source"] != F.col("new_source")) & (t_end - F.col("start") <= skew_ms)
+    ov = ov.withColumn("zombie", zombie).withColumn("tolerated", tolerated)
+    members = F.array(F.col("old"), F.col("new"))
+    tp = F.array(_tp())
+    ended = (F.when(end["kind"] == "revoked", F.lit("revoked it")).when(end["kind"] == "lost", F.lit("lost it"))
+             .when(end["kind"] == "shutdown", F.lit("shut down")).when(end["kind"] == "crashed", F.lit("crashed"))
+             .when(end["kind"] == "killed", F.lit("was restarted"))
+             .otherwise(F.lit("still owned it when its trace ended")))
+    used = F.col("zombie") & F.col("activity").isNotNull()
+    # the checker's _judge, one finding per overlap (plus revoke-before-assign), built in one pass: each
+    # overlap yields an array of at most two findings, exploded
+    judged = F.when(used, F.struct(*finding(
+        "single-owner", VIOLATION, members, tp, F.col("start"), F.greatest(window_end, F.col("activity.a_ts")),
+        F.array(F.col("new_where"), F.col("activity.a_where"), end["where"]),
+        F.format_string("zombie %s %s %s after %s was assigned it; Kafka lets a zombie hold a partition, not use it",
+                        F.col("old"), F.col("activity.a_what"), _label(), F.col("new"))))) \
+        .when(F.col("zombie"), F.struct(*finding(
+            "zombie-overlap", WARNING, members, tp, F.col("start"), window_end,
+            F.array(F.col("new_where"), end["where"]),
+            F.format_string("%s was assigned %s while zombie %s still held it; %s %s", F.col("new"), _label(),
+                            F.col("old"), F.col("old"), ended)))) \
+        .when(~F.col("tolerated"), F.struct(*finding(
+            "single-owner", VIOLATION, members, tp, F.col("start"), window_end,
+            F.array(F.col("new_where"), end["where"]),
+            F.format_string("%s was owned by both %s and %s for %d ms: %s was assigned it before %s %s", _label(),
+                            F.col("old"), F.col("new"), window_end - F.col("start"), F.col("new"), F.col("old"),
+                            ended))))
+    rba = F.when(F.col("coop") & (end["kind"] == "revoked") & end["gen"].isNotNull()
+                 & (end["gen"] == F.col("new_gen")), F.struct(*finding(
+                     "revoke-before-assign", VIOLATION, members, tp, F.col("start"), window_end,
+                     F.array(F.col("new_where"), end["where"]),
+                     F.format_string("%s was assigned to %s in generation %d before %s revoked it in the same "
+                                     "generation (KIP-429)", _label(), F.col("new"), F.col("new_gen"), F.col("old")))))
+    out = ov.select(F.explode(F.filter(F.array(judged, rba), lambda x: x.isNotNull())).alias("f"))
+    return out.select("f.*")
+
+
+def removals(events: DataFrame) -> DataFrame:
+    """The coordinator's member removals (``coordinator_member_removed``): group, member id, when."""
+    return events.filter((F.col("name") == REMOVED) & F.col("member_id").isNotNull()).select(
+        F.col("group").alias("r_group"), F.col("member_id").alias("r_member_id"), F.col("seq").alias("r_seq"),
+        F.col("timestamp").alias("r_ts"))
+
+
+# ------------------------------------------------------------------------------------------ assignment-time
+
+
+def revoked_then_assigned(rows: DataFrame) -> DataFrame:
+    """revoke-before-assign, the other order: revoked from one member, then assigned to another, same generation."""
+    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
+    last = F.last(F.when(F.col("is_release"), F.struct(
+        F.col("member").alias("member"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("gen"),
+        F.col("timestamp").alias("ts"), where().alias("where"))), True).over(wgtp)
+    cand = rows.withColumn("last_revoke", last).filter(
+        F.col("is_new") & (F.col("proto") == "cooperative") & (F.col("gen_ff") >= 0)
+        & F.col("last_revoke").isNotNull() & (F.col("last_revoke.member") != F.col("member"))
+        & (F.col("last_revoke.gen") == F.col("gen_ff")))
+    return cand.select(*finding(
+        "revoke-before-assign", VIOLATION, F.array(F.col("last_revoke.member"), F.col("member")), F.array(_tp()),
+        F.col("last_revoke.ts"), F.col("timestamp"), F.array(F.col("last_revoke.where"), where()),
+        F.format_string("%s was revoked from %s and assigned to %s in the same generation %d; cooperative "
+                        "rebalancing withholds a moving partition until the generation after its revocation "
+                        "(KIP-429)", _label(), F.col("last_revoke.member"), F.col("member"), F.col("gen_ff"))))
+
+
+# ------------------------------------------------------------------------------------------ consumption, commits
+
+
+def _aggregated(cands: DataFrame, invariant: str, verb: str) -> DataFrame:
+    """One finding per (member, partition) run, closed when the member is assigned the partition again."""
+    agg = cands.groupBy("group", "member", "topic", "partition", "assigned_count").agg(
+        F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"), F.count(F.lit(1)).alias("n"),
+        F.min_by(F.col("w"), F.col("seq")).alias("first_where"),
+        F.min_by(F.col("after_shutdown"), F.col("seq")).alias("after"))
+    return agg.select(*finding(
+        invariant, VIOLATION, F.array(F.col("member")), F.array(_tp()), F.col("t0"), F.col("t1"),
+        F.array(F.col("first_where")),
+        F.format_string("%s %s %s%s without owning it", F.col("member"), F.lit(verb), _label(),
+                        F.when(F.col("after"), F.lit(" after its shutdown_complete")).otherwise(F.lit(""))),
+        F.col("n")))
+
+
+def unowned(rows: DataFrame) -> DataFrame:
+    """consume-owned-only and commit-owned-only: entries of partitions the member did not own at that moment."""
+    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
+    winc = Window.partitionBy("group", "member", "inc", "topic", "partition").orderBy("seq", "part")
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
+    name = F.col("name")
+    polled = name.isin(CONSUMED, RECORD_DATA)
+    committed = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) & \
+        (F.coalesce(F.col("error"), F.lit("")) == "")
+    pos = F.last(F.when(polled, F.col("maxOffset") + 1), True).over(winc.rowsBetween(UNB, -1))
+    shut = F.last(F.when(name.isin("startup_complete", "shutdown_complete"), name), True).over(wm)
+    base = (rows.filter(F.col("topic").isNotNull() & (polled | committed | (name == ASSIGNED)))
+            .withColumn("assigned_count", F.sum(F.col("is_new").cast("int")).over(wmtp))
+            .withColumn("pos", pos)
+            .withColumn("after_shutdown", F.coalesce(shut == "shutdown_complete", F.lit(False)))
+            .withColumn("w", where())
+            .filter(~F.col("owned_before") & F.col("known")))
+    consumed = base.filter(polled)
+    late_ok = F.col("pos").isNotNull() & F.col("offset").isNotNull() & (F.col("offset") <= F.col("pos"))
+    commits = base.filter(committed & ~late_ok)
+    return _aggregated(consumed, "consume-owned-only", "consumed").unionByName(
+        _aggregated(commits, "commit-owned-only", "committed"))
+
+
+def group_generations(events: DataFrame) -> DataFrame:
+    """Each row with the highest generation its group had reached by then (member and coordinator events
+    alike, as the checker's ``GroupState.max_gen``), when and where it was first reached."""
+    wg = Window.partitionBy("group").orderBy("seq", "part").rowsBetween(UNB, 0)
+    out = events.withColumn("max_gen", F.max(F.when(F.col("generation") >= 0, F.col("generation"))).over(wg))
+    first = Window.partitionBy("group", "max_gen")
+    return out.withColumn("max_gen_ts", F.min("timestamp").over(first)) \
+        .withColumn("max_gen_where", F.min_by(where(), F.col("seq")).over(first))
+
+
+def stale_commits(rows: DataFrame) -> DataFrame:
+    """commit-owned-only: a successful commit with a generation older than one the group had reached before it
+    (``rows`` carry :func:`group_generations`' columns)."""
+    events = rows.filter((F.col("name") == COMMITTED) & F.coalesce(F.col("success"), F.lit(True))
+                         & (F.col("gen_ff") >= 0) & (F.col("max_gen") > F.col("gen_ff"))
+                         & (F.col("timestamp") > F.col("max_gen_ts")))
+    per_event = events.groupBy("group", "member", "seq", "timestamp", "gen_ff", "max_gen", "source", "line",
+                               "max_gen_where").agg(
+        F.collect_list(F.when(F.col("topic").isNotNull(), _tp())).alias("tps"))
+    per_gen = per_event.groupBy("group", "member", "gen_ff").agg(
+        F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"), F.count(F.lit(1)).alias("n"),
+        F.min_by(F.struct("tps", "source", "line", "max_gen", "max_gen_where"), F.col("seq")).alias("first"))
+    return per_gen.select(*finding(
+        "commit-owned-only", VIOLATION, F.array(F.col("member")), F.col("first.tps"), F.col("t0"), F.col("t1"),
+        F.array(F.concat_ws(":", F.col("first.source"), F.col("first.line").cast("string")),
+                F.col("first.max_gen_where")),
+        F.format_string("%s's commit with generation %d succeeded after the group had reached generation %d; the "
+                        "coordinator answers ILLEGAL_GENERATION (ClassicGroup.validateOffsetCommit)",
+                        F.col("member"), F.col("gen_ff"), F.col("first.max_gen")), F.col("n")))
+
+
+# ------------------------------------------------------------------------------------------ generations, eager
+
+
+def generation_down(rows: DataFrame) -> DataFrame:
+    """generation-monotonic: per member and file (a restart starts over), a generation never goes down."""
+    ev = rows.filter(F.col("part") == 0)
+    wsrc = Window.partitionBy("group", "member", "inc", "source").orderBy("seq").rowsBetween(UNB, -1)
+    ev = ev.withColumn("last_gen", F.last(F.when(F.col("generation") >= 0, F.col("generation")), True).over(wsrc))
+    down = ev.filter((F.col("generation") >= 0) & (F.col("generation") < F.col("last_gen")))
+    agg = down.groupBy("group", "member").agg(
+        F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"), F.count(F.lit(1)).alias("n"),
+        F.min_by(F.struct(where().alias("w"), F.col("last_gen"), F.col("generation")), F.col("seq")).alias("first"))
+    return agg.select(*finding(
+        "generation-monotonic", VIOLATION, F.array(F.col("member")),
+        F.array().cast("array<struct<topic:string,partition:int>>"), F.col("t0"), F.col("t1"),
+        F.array(F.col("first.w")),
+        F.format_string("%s's generation went down from %d to %d (it may only drop to -1, after losing its "
+                        "partitions)", F.col("member"), F.col("first.last_gen"), F.col("first.generation")),
+        F.col("n")))
+
+
+def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
+    """eager-revoke-all: an eager member joins a new generation, or is assigned, while it still owns partitions."""
+    wmev = Window.partitionBy("group", "member").orderBy("seq")
+    name = F.col("name")
+    new_per_event = F.max(F.col("is_new").cast("int")).over(Window.partitionBy("group", "member", "seq")) == 1
+    gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
+    assigned_gen = F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True) \
+        .over(Window.partitionBy("group", "member", "inc").orderBy("seq").rangeBetween(UNB, -1))
+    ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen)
+          .filter(F.col("part") == 0).filter(F.col("proto") == "eager"))
+    on_assign = (name == ASSIGNED) & F.col("any_new")
+    joined = (name == JOINED) & (F.col("generation") >= 0) & \
+        (F.col("assigned_gen").isNull() | (F.col("generation") > F.col("assigned_gen")))
+    joined = joined & ~(~F.col("jsonl") & F.col("callback"))
+    cands = ev.filter(on_assign | joined).select(
+        "group", "member", "seq", "timestamp", "name", where().alias("w"),
+        gen.alias("gen"))
+    owned = iv.select(F.col("group").alias("i_group"), F.col("member").alias("i_member"), "start_seq", "end",
+                      _tp().alias("tp"))
+    held = cands.join(owned, (cands["group"] == owned["i_group"]) & (cands["member"] == owned["i_member"])
+                      & (owned["start_seq"] < cands["seq"]) & (cands["seq"] < owned["end.seq"]), "inner")
+    held = held.groupBy("group", "member", "seq", "timestamp", "name", "w", "gen").agg(
+        F.collect_list("tp").alias("owned"))
+    # one finding per generation: the checker remembers the generation it last flagged (eager_flagged)
+    held = held.withColumn("prev_gen", F.lag("gen").over(wmev)).filter(~F.col("gen").eqNullSafe(F.col("prev_gen")))
+    what = F.when(F.col("name") == JOINED, F.format_string("joined generation %d", F.col("gen"))).otherwise(
+        F.concat(F.lit("was assigned "), F.when(F.col("gen").isNotNull(),
+                                                F.format_string("generation %d ", F.col("gen"))).otherwise(F.lit("")),
+                 F.lit("partitions")))
+    return held.select(*finding(
+        "eager-revoke-all", VIOLATION, F.array(F.col("member")), F.col("owned"), F.col("timestamp"),
+        F.col("timestamp"), F.array(F.col("w")),
+        F.format_string("eager member %s %s while it still owned partitions; eager members revoke everything "
+                        "before they rejoin (ConsumerCoordinator.onJoinPrepare)", F.col("member"), what)))

@@ -1,0 +1,164 @@
+"""The corpus layout: trace events as Parquet rows, one row per (event, partition).
+
+DESIGN.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one row per partition it
+names (``partitions`` of the ownership callbacks and of ``records_consumed``, ``offsets`` of
+``offsets_committed``, the stored ``assignment`` of ``coordinator_stable``: one row per member id
+and partition) and one row with ``topic`` null when it names none. The columns keep the trace
+format's field names (``minOffset``, ``maxOffset``, ``offset``, ``success``, ...), plus where the
+event came from:
+
+- ``group``: the event's group; where it does not say, the group its member last named, else
+  the checker's default group (``CheckConfig.default_group``).
+- ``member``: the consumer process the event belongs to, resolved the way the checker resolves it
+  (the event's ``member``, else the file's member); null for coordinator events.
+- ``seq``: the event's place in the merged, time-ordered stream of its corpus (the order the
+  checker reads it in); every row of one event shares it, ``part`` numbers its partitions.
+- ``source`` / ``line``: the file and line the event was read from (evidence ``file:line``),
+  ``jsonl``: whether that file is a callback trace (JSON Lines) rather than a client log;
+  ``callback``: whether the member has such a trace in its set (then the checker takes its
+  client-log ownership lines as context only, "superseded").
+
+Strings are dictionary-encoded. A corpus directory holds ``events/part-NNNNN.parquet`` files, each
+holding whole groups sorted by ``(group, seq)`` (row groups of consecutive groups), so that one
+group's rows are read together, plus ``input.json`` (events, lines, malformed lines per file and
+reason, as the checker counts them) and, for simulated corpora, ``truth.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+STRING_COLUMNS = ("group", "name", "member", "source", "member_id", "instance_id", "protocol", "assignor",
+                  "topic", "error", "reason", "state", "auto_offset_reset")
+
+SCHEMA = pa.schema([
+    ("group", pa.dictionary(pa.int32(), pa.string())),
+    ("seq", pa.int64()),
+    ("part", pa.int32()),
+    ("timestamp", pa.int64()),
+    ("name", pa.dictionary(pa.int32(), pa.string())),
+    ("member", pa.dictionary(pa.int32(), pa.string())),
+    ("source", pa.dictionary(pa.int32(), pa.string())),
+    ("line", pa.int64()),
+    ("jsonl", pa.bool_()),
+    ("callback", pa.bool_()),
+    ("member_id", pa.dictionary(pa.int32(), pa.string())),
+    ("instance_id", pa.dictionary(pa.int32(), pa.string())),
+    ("generation", pa.int64()),
+    ("protocol", pa.dictionary(pa.int32(), pa.string())),
+    ("assignor", pa.dictionary(pa.int32(), pa.string())),
+    ("topic", pa.dictionary(pa.int32(), pa.string())),
+    ("partition", pa.int32()),
+    ("count", pa.int64()),
+    ("minOffset", pa.int64()),
+    ("maxOffset", pa.int64()),
+    ("offset", pa.int64()),
+    ("success", pa.bool_()),
+    ("error", pa.dictionary(pa.int32(), pa.string())),
+    ("reason", pa.dictionary(pa.int32(), pa.string())),
+    ("state", pa.dictionary(pa.int32(), pa.string())),
+    ("auto_offset_reset", pa.dictionary(pa.int32(), pa.string())),
+])
+COLUMNS = tuple(SCHEMA.names)
+
+_PARTITION_LISTS = {"partitions_assigned": "partitions", "partitions_revoked": "partitions",
+                    "partitions_lost": "partitions", "records_consumed": "partitions",
+                    "offsets_committed": "offsets"}
+
+
+def _int(value: Any) -> int | None:
+    """An integer field as the checker reads it (bools and non-numbers are not integers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class Columns:
+    """Rows collected column by column (cheaper than a dict per row), turned into an Arrow table."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+
+    def __len__(self) -> int:
+        return len(self.data["seq"])
+
+    def add_event(self, event: dict[str, Any], *, group: str, member: str | None, seq: int, source: str,
+                  line: int, jsonl: bool, callback: bool = False) -> None:
+        """Append the rows of one event (one per partition it names, or one)."""
+        name = event["name"]
+        common = (group, seq, _int(event["timestamp"]), name, member, source, line, jsonl, callback,
+                  _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
+                  _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
+                  _str(event.get("auto_offset_reset")))
+        success = event.get("success")
+        success = success if isinstance(success, bool) else None
+        member_id = _str(event.get("member_id"))
+        parts: list[tuple[str | None, dict[str, Any]]] = []
+        key = _PARTITION_LISTS.get(name)
+        if key is not None:
+            parts = [(member_id, p) for p in event.get(key) or () if isinstance(p, dict)]
+        elif name == "coordinator_stable" and isinstance(event.get("assignment"), dict):
+            parts = [(mid, p) for mid, tps in sorted(event["assignment"].items()) for p in tps
+                     if isinstance(p, dict)]
+        elif name == "record_data":
+            parts = [(member_id, {"topic": event.get("topic"), "partition": event.get("partition"),
+                                  "minOffset": event.get("offset"), "maxOffset": event.get("offset")})]
+        if not parts:
+            self._row(common, 0, member_id, None, None, None, None, None, None, success, _str(event.get("error")))
+            return
+        for i, (mid, p) in enumerate(parts):
+            self._row(common, i, mid, _str(p.get("topic")), _int(p.get("partition")), _int(p.get("count")),
+                      _int(p.get("minOffset")), _int(p.get("maxOffset")), _int(p.get("offset")), success,
+                      _str(p.get("error")) or _str(event.get("error")))
+
+    def _row(self, common: tuple[Any, ...], part: int, member_id: str | None, topic: str | None,
+             partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
+             success: bool | None, error: str | None) -> None:
+        (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
+         state, reset) = common
+        d = self.data
+        for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
+                           ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
+                           ("member_id", member_id), ("instance_id", instance_id), ("generation", generation),
+                           ("protocol", protocol), ("assignor", assignor), ("topic", topic),
+                           ("partition", partition), ("count", count), ("minOffset", low), ("maxOffset", high),
+                           ("offset", offset), ("success", success), ("error", error), ("reason", reason),
+                           ("state", state), ("auto_offset_reset", reset)):
+            d[col].append(value)
+
+    def table(self) -> pa.Table:
+        plain = pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+                           for f in SCHEMA])
+        table = pa.Table.from_pydict(self.data, schema=plain)
+        table = table.sort_by([("group", "ascending"), ("seq", "ascending"), ("part", "ascending")])
+        return table.cast(SCHEMA)
+
+
+def write_part(table: pa.Table, out: Path, index: int, row_group_size: int = 1 << 20) -> Path:
+    """Write one part file of a corpus (whole groups, sorted by group and seq)."""
+    path = out / "events" / f"part-{index:05d}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, row_group_size=row_group_size, compression="zstd",
+                   use_dictionary=list(STRING_COLUMNS))
+    return path
+
+
+def events_dir(corpus: Path) -> Path:
+    return corpus / "events"
+
+
+def part_files(corpus: Path) -> list[Path]:
+    return sorted(events_dir(corpus).glob("part-*.parquet"))
+
+
+def concat(tables: Iterable[pa.Table]) -> pa.Table:
+    return pa.concat_tables(list(tables)).unify_dictionaries()

@@ -1,0 +1,234 @@
+"""The mining job: a corpus in, the checker's findings, malformed sequences and rebalance analytics out.
+
+:func:`plan` builds every DataFrame from the corpus (nothing runs yet); :func:`run` executes them,
+writes the findings as Parquet, and returns the report data that ``groupspec mine`` renders. The
+corpus is read once and partitioned by group once (the job's one planned shuffle); every window
+and join after that is keyed by group first. :func:`shuffles` counts the exchanges Spark actually
+planned (docs/mining.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_analysis import invariants as inv
+from spark_analysis import rebalances as rb
+from spark_analysis import wellformed as wf
+from spark_analysis.corpus import read_input, read_truth
+from spark_analysis.layout import events_dir
+from spark_analysis.ownership import intervals, member_rows
+
+COVERED = ("single-owner", "zombie-overlap", "revoke-before-assign", "consume-owned-only", "commit-owned-only",
+           "eager-revoke-all", "generation-monotonic")
+NOT_COVERED = {
+    "revoke-only-moved": "not yet in the Spark job (the checker's per-member prepare/complete revoke memory)",
+    "no-gap": "not yet in the Spark job (needs the committed offset and reset policy at each first poll)",
+    "monotonic-consumption": "not yet in the Spark job",
+    "committed-not-ahead": "not yet in the Spark job",
+    "handoff-duplicates": "not yet in the Spark job (a measure)",
+    "subscribed-only": "not yet in the Spark job",
+    "converges": "coordinator-side; not yet in the Spark job",
+    "static-rejoin": "coordinator-side; not yet in the Spark job",
+}
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    skew_ms: int = 0
+    default_protocol: str | None = None
+    storm_window_ms: int = 60_000
+    storm_threshold: int = 5
+
+
+@dataclass
+class Plan:
+    events: DataFrame
+    rows: DataFrame
+    findings: DataFrame
+    malformed: DataFrame
+    rebalances: DataFrame
+    pauses: DataFrame
+    moves: DataFrame
+
+
+def load(spark: SparkSession, corpus: Path) -> DataFrame:
+    return spark.read.parquet(str(events_dir(corpus)))
+
+
+def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
+    events = inv.group_generations(load(spark, corpus).repartition("group")).persist()
+    rows = member_rows(events, config.default_protocol).persist()
+    iv = intervals(rows)
+    found = (inv.overlaps(iv, rows, inv.removals(events), config.skew_ms)
+             .unionByName(inv.revoked_then_assigned(rows))
+             .unionByName(inv.unowned(rows))
+             .unionByName(inv.stale_commits(rows))
+             .unionByName(inv.generation_down(rows))
+             .unionByName(inv.eager_not_revoked(rows, iv)))
+    return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
+                rb.moves(rows))
+
+
+def shuffles(df: DataFrame) -> dict[str, int]:
+    """Shuffles and broadcasts in ``df``'s physical plan.
+
+    The plan prints each cached relation's own plan under every scan of it; those lines are skipped
+    (a cached relation is computed once), and the corpus's one repartition by group -- under the
+    cache -- is counted once.
+    """
+    lines = df._jdf.queryExecution().executedPlan().toString().splitlines()
+    hashed = broadcast = 0
+    skip_deeper: int | None = None
+    for line in lines:
+        depth = len(line) - len(line.lstrip(" :+-"))
+        if skip_deeper is not None:
+            if depth > skip_deeper:
+                continue
+            skip_deeper = None
+        if "InMemoryRelation" in line:
+            skip_deeper = depth
+            continue
+        if "BroadcastExchange" in line:
+            broadcast += 1
+        elif "Exchange " in line and "ReusedExchange" not in line:
+            hashed += 1
+    return {"shuffles": hashed + 1, "broadcasts": broadcast}
+
+
+class Progress:
+    """Prints Spark's stage progress to stderr every few seconds while a job runs."""
+
+    def __init__(self, spark: SparkSession, say: Callable[[str], None] | None, every_s: float = 3.0) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.say = say
+        self.every_s = every_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Progress:
+        if self.say is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _loop(self) -> None:
+        assert self.say is not None
+        started = time.monotonic()
+        while not self.stop.wait(self.every_s):
+            parts = []
+            for sid in self.tracker.getActiveStageIds():
+                info = self.tracker.getStageInfo(sid)
+                if info is not None:
+                    parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
+            if parts:
+                self.say(f"mine: {time.monotonic() - started:.0f} s, " + "; ".join(parts))
+
+
+def _finding_json(row: Any) -> dict[str, Any]:
+    return {"group": row["group"], "invariant": row["invariant"], "severity": row["severity"],
+            "members": list(row["members"]), "partitions": [{"topic": p["topic"], "partition": p["partition"]}
+                                                            for p in row["partitions"]],
+            "window": [row["t0"], row["t1"]], "evidence": list(row["evidence"]), "occurrences": row["occurrences"],
+            "message": row["message"]}
+
+
+def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: MineConfig = MineConfig(),
+        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Execute the job; write ``out/violations.parquet`` (every finding) when ``out`` is given."""
+    started = time.monotonic()
+    p = plan(spark, corpus, config)
+    with Progress(spark, progress):
+        if out is not None:
+            p.findings.write.mode("overwrite").parquet(str(out / "violations.parquet"))
+            found_df = spark.read.parquet(str(out / "violations.parquet"))
+        else:
+            found_df = p.findings
+        found = [_finding_json(r) for r in found_df.collect()]
+        n_shuffles = shuffles(p.findings)
+        counts = p.events.agg(F.countDistinct("group", "seq").alias("events"), F.count(F.lit(1)).alias("rows"),
+                              F.countDistinct("group").alias("groups")).collect()[0]
+        bad = [r.asDict(recursive=True) for r in wf.summary(p.malformed).collect()]
+        rebalances = p.rebalances.persist()
+        per_minute = [r.asDict() for r in rb.per_minute(rebalances).orderBy("group", "minute").collect()]
+        storms = [r.asDict() for r in rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)
+                  .orderBy("group", "window_start").collect()]
+        pauses = p.pauses.select("pause_ms").summary("count", "min", "50%", "max").collect()
+        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms")).limit(20).collect()]
+        pause_hist = [r.asDict() for r in p.pauses.groupBy(
+            (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
+        moved = p.moves.count()
+        rb_total = rebalances.count()
+        rebalances.unpersist()
+    p.rows.unpersist()
+    p.events.unpersist()
+    found.sort(key=lambda f: (f["severity"] != inv.VIOLATION, f["group"], f["window"][0], f["invariant"],
+                              f["members"], [(t["topic"], t["partition"]) for t in f["partitions"]]))
+    violations = [f for f in found if f["severity"] == inv.VIOLATION]
+    info = read_input(corpus)
+    per_group = Counter(f["group"] for f in violations)
+    report: dict[str, Any] = {
+        "tool": "groupspec mine",
+        "verdict": "violation" if violations else ("warning" if found else "held"),
+        "violations": violations,
+        "warnings": [f for f in found if f["severity"] != inv.VIOLATION],
+        "finding_counts": dict(sorted(Counter(f["invariant"] for f in found).items())),
+        "covered": list(COVERED),
+        "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
+        "input": {"events": counts["events"], "rows": counts["rows"], "groups": counts["groups"],
+                  "lines": info.get("lines"), "files": info.get("files"),
+                  "malformed": dict(info.get("skipped", {})),
+                  "malformed_per_file": info.get("skipped_per_file", {}),
+                  "malformed_examples": info.get("skipped_examples", []),
+                  "malformed_sequences": dict(sorted(Counter({}).items()))},
+        "wellformed": sorted(({"group": b["group"], "kind": b["kind"], "count": b["count"],
+                               "first": b["first"]["where"]} for b in bad), key=lambda b: (b["group"], b["kind"])),
+        "analytics": {
+            "rebalances": rb_total,
+            "rebalances_per_minute": per_minute,
+            "storms": storms,
+            "partitions_moved": moved,
+            "pause_summary": {r["summary"]: r["pause_ms"] for r in pauses},
+            "longest_pauses": pause_top,
+            "pause_histogram": pause_hist,
+            "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
+        },
+        "spark": {"master": spark.sparkContext.master, "version": spark.version, **n_shuffles,
+                  "seconds": round(time.monotonic() - started, 3)},
+        "config": asdict(config),
+    }
+    seq_counts: Counter[str] = Counter()
+    for b in report["wellformed"]:
+        seq_counts[b["kind"]] += b["count"]
+    report["input"]["malformed_sequences"] = dict(sorted(seq_counts.items()))
+    truth = read_truth(corpus)
+    if truth is not None:
+        report["truth"] = score(truth, {f["group"] for f in violations})
+    return report
+
+
+def score(truth: dict[str, Any], flagged: set[str]) -> dict[str, Any]:
+    """Recall over the mutant groups the model's monitor flagged; precision over the clean groups."""
+    entries = truth["truth"]
+    target = {g for g, t in entries.items() if t["mutant"] and t["monitor"]}
+    clean = {g for g, t in entries.items() if not t["mutant"] and not t["monitor"]}
+    caught = target & flagged
+    false = clean & flagged
+    return {"mutant_groups_flagged_by_monitor": len(target), "caught": len(caught),
+            "recall": (len(caught) / len(target)) if target else None, "missed": sorted(target - caught)[:50],
+            "clean_groups": len(clean), "clean_flagged": sorted(false)[:50],
+            "precision_clean": (1 - len(false) / len(clean)) if clean else None,
+            "mutant_groups": sum(1 for t in entries.values() if t["mutant"]),
+            "flagged_groups": len(flagged)}

@@ -1,0 +1,140 @@
+"""Who owned what when, as Spark columns: the checker's per-member state, computed with window functions.
+
+The streaming checker (:mod:`traces.checker`) keeps, per member, its generation, member id,
+protocol and owned partitions, and updates them event by event. Here the same state is a set of
+columns on the member rows, each a window function over the member's rows in the checker's order
+(``seq``, then ``part``):
+
+- ``inc``: incarnations, counted by ``startup_complete`` (a restart forgets generation, member id,
+  positions); ``life``: ownership lifetimes, counted by ``startup_complete`` and
+  ``shutdown_complete`` (both end everything owned).
+- ``gen_ff`` / ``mid_ff``: the member's generation and member id after the row (last non-null
+  value in the incarnation), ``proto``: its protocol (the last ``protocol`` field, else what its
+  first assignor implies, else the default), ``known``: whether what it owns is known (a callback
+  trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``).
+- ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
+  row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
+  (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
+
+:func:`intervals` turns that into ownership intervals: from an ``is_new`` row to the release that
+ends it -- the next ``is_release`` of the partition, the member's next ``shutdown_complete`` /
+``startup_complete`` (a restart: "killed"), or the end of its trace ("eof", open-ended: the
+checker still counts it as holding the partition).
+
+Every column is a built-in expression; the windows are all keyed by ``group`` first, so once the
+rows are partitioned by group (the one shuffle of the job) no window needs another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+ASSIGNED, REVOKED, LOST = "partitions_assigned", "partitions_revoked", "partitions_lost"
+CONSUMED, RECORD_DATA, COMMITTED = "records_consumed", "record_data", "offsets_committed"
+STARTUP, SHUTDOWN, JOINED = "startup_complete", "shutdown_complete", "group_joined"
+REMOVED = "coordinator_member_removed"
+OWNERSHIP = (ASSIGNED, REVOKED, LOST)
+EOF_SEQ = 1 << 62  # the end of an interval still open when its member's trace ended
+UNB = Window.unboundedPreceding
+UNF = Window.unboundedFollowing
+
+
+def where(source: str = "source", line: str = "line") -> Column:
+    """Evidence as the checker writes it: ``file:line``."""
+    return F.concat_ws(":", F.col(source), F.col(line).cast("string"))
+
+
+def _protocol(default_protocol: str | None) -> Column:
+    """The checker's ``Member.protocol``: the protocol field, else the first assignor's kind, else the default."""
+    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
+
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
+    named = F.last(F.when(F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
+    by_assignor = F.first(F.when(F.col("assignor").isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
+                          .when(F.col("assignor").isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
+    return F.coalesce(named, by_assignor, F.lit(default_protocol))
+
+
+def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
+    """The rows of member events, with the checker's per-member state as columns (see the module doc)."""
+    name = F.col("name")
+    rows = events.filter(F.col("member").isNotNull())
+    # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
+    # _callback_superseded)
+    rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback")))
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part")
+    upto = wm.rowsBetween(UNB, 0)
+    rows = (rows
+            .withColumn("inc", F.sum((name == STARTUP).cast("int")).over(upto))
+            .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
+            .withColumn("proto", _protocol(default_protocol)))
+    wi = Window.partitionBy("group", "member", "inc").orderBy("seq", "part").rowsBetween(UNB, 0)
+    rows = (rows
+            .withColumn("gen_ff", F.last("generation", True).over(wi))
+            .withColumn("mid_ff", F.last(F.when(F.col("member_id") != "", F.col("member_id")), True).over(wi))
+            .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
+                                        | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
+                        .over(upto) == 1))
+    wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
+    prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
+    has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    rows = rows.withColumn("owned_before", has_tp & F.coalesce(prev_own == ASSIGNED, F.lit(False)))
+    rows = (rows
+            .withColumn("is_new", has_tp & (name == ASSIGNED) & ~F.col("owned_before"))
+            .withColumn("is_release", name.isin(REVOKED, LOST) & F.col("owned_before")))
+    return rows
+
+
+def intervals(rows: DataFrame) -> DataFrame:
+    """One row per ownership interval (see the module doc), with how and when it ended."""
+    name = F.col("name")
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part")
+    ev_where = where()
+    # "the next X after this row" is the last X of the rows after it, read backwards: a running frame over the
+    # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
+    # partition for every row: quadratic per member.)
+    back_m = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
+    back_tp = Window.partitionBy("group", "member", "life", "topic", "partition") \
+        .orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
+    release = F.last(F.when(F.col("is_release"), F.struct(
+        F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
+        F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
+        F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
+    prev_ts = F.lag("timestamp").over(wm)
+    prev_gen = F.lag("gen_ff").over(wm)
+    life_end = F.when(name.isin(STARTUP, SHUTDOWN), F.struct(
+        F.col("seq").alias("seq"),
+        F.when(name == SHUTDOWN, F.col("timestamp")).otherwise(F.coalesce(prev_ts, F.col("timestamp"))).alias("ts"),
+        F.when(name == STARTUP, F.lit("killed")).when(F.col("reason") == "crash", F.lit("crashed"))
+        .otherwise(F.lit("shutdown")).alias("kind"),
+        F.when(name == SHUTDOWN, F.col("gen_ff")).otherwise(prev_gen).alias("gen"),
+        F.col("source").alias("source"), ev_where.alias("where")))
+    whole = wm.rowsBetween(UNB, UNF)
+    rows = (rows
+            .withColumn("_life_end", life_end)
+            .withColumn("next_release", release.over(back_tp))
+            .withColumn("next_life", F.last("_life_end", True).over(back_m))
+            .withColumn("last_ts", F.max("timestamp").over(whole))
+            .withColumn("last_gen", F.last("gen_ff").over(whole))
+            .withColumn("last_source", F.last("source").over(whole)))
+    new = rows.filter(F.col("is_new"))
+    rel, life = F.col("next_release"), F.col("next_life")
+    by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))
+    eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest("last_ts", "timestamp").alias("ts"),
+                   F.lit("eof").alias("kind"), F.col("last_gen").alias("gen"), F.col("last_source").alias("source"),
+                   F.concat(F.col("last_source"), F.lit(":end")).alias("where"))
+    end = F.when(by_release, rel).when(life.isNotNull(), life).otherwise(eof)
+    return new.select(
+        "group", "member", "topic", "partition", "inc",
+        F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
+        ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
+        (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
+        end.alias("end"))
+
+
+def event_level(rows: DataFrame, *extra: Any) -> DataFrame:
+    """One row per event (its first partition row), for checks about whole events."""
+    return rows.filter(F.col("part") == 0).select(*extra) if extra else rows.filter(F.col("part") == 0)

@@ -1,0 +1,46 @@
+"""The SparkSession the mining jobs run in, and how the project's code reaches executors.
+
+``local[*]`` by default; any master URL Spark knows (``spark://host:7077``) runs the same job. The
+jobs use built-in functions only (no Python UDFs), so executors never import groupspec: the driver
+plans the job in Python and the JVM runs it. ``spark-submit`` needs the project only on the driver
+(``--py-files`` with a zip of the packages ships it anyway, for clusters whose driver runs remote;
+see docs/mining.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONF = {
+    # Arrow for every Spark <-> pandas conversion (the report's tables come back through it)
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    # the job partitions by group once; windows and joins keyed by (group, ...) then need no new shuffle
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    # ... which holds only if the cached, group-partitioned corpus keeps telling Spark how it is partitioned
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "false",
+    # adaptive execution re-plans the cached corpus as an adaptive plan whose partitioning the planner cannot
+    # see, which put an exchange under every window and join (175 exchanges on the sample corpus; 21 without)
+    "spark.sql.adaptive.enabled": "false",
+}
+
+
+def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: dict[str, str] | None = None,
+          shuffle_partitions: int | None = None) -> Any:
+    """A SparkSession (``master`` None: whatever spark-submit set)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app)
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in {**CONF, **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    # Spark's default of 200 shuffle partitions makes hundreds of near-empty tasks per stage on a small
+    # corpus; two per core keeps every core busy (AQE coalesces further)
+    parts = shuffle_partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    return spark

@@ -1,0 +1,73 @@
+"""One SparkSession for the whole test run, and the corpora the agreement tests mine once.
+
+The session is local[*] with few shuffle partitions; it is stopped when the run ends, also when a
+test failed. The corpora: every trace set under tests/traces/samples (each set's groups named
+apart, so one Spark run judges them all), and a generated corpus of simulated groups with faults
+and every mutant of model/mutants.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+# pyspark.testing imports pandas-on-Spark, which wants this set before any SparkContext starts
+os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+
+from model.mutants import MUTANTS  # noqa: E402
+from spark_analysis import corpus, mine, session  # noqa: E402
+
+SAMPLES = Path(__file__).resolve().parents[1] / "traces" / "samples"
+GENERATED = corpus.CorpusSpec(groups=48, seed=7, mutant_fraction=0.6, mutants=tuple(sorted(MUTANTS)))
+
+
+def _holds_traces(folder: Path) -> bool:
+    return any(c.is_file() and c.suffix in (".jsonl", ".json", ".log", ".gz") and c.name != "scenario.json"
+               for c in folder.iterdir())
+
+
+def trace_sets() -> dict[str, Path]:
+    """Every directory of samples holding trace files is one trace set (one incident, one run)."""
+    return {p.relative_to(SAMPLES).as_posix().replace("/", "-"): p for p in sorted(SAMPLES.rglob("*"))
+            if p.is_dir() and _holds_traces(p)}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    s = session.build("local[*]", app="groupspec tests", shuffle_partitions=4)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="session")
+def samples_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("samples-corpus")
+    part = 0
+    for name, path in trace_sets().items():
+        info = corpus.from_traces([str(path)], out, group_prefix=f"{name}/", first_part=part, progress=None)
+        part += info["parts"]
+    return out
+
+
+@pytest.fixture(scope="session")
+def samples_mined(spark: Any, samples_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return mine.run(spark, samples_corpus, tmp_path_factory.mktemp("samples-mined"))
+
+
+@pytest.fixture(scope="session")
+def generated_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("generated-corpus")
+    corpus.simulate_groups(GENERATED, out, progress=None)
+    return out
+
+
+@pytest.fixture(scope="session")
+def generated_mined(spark: Any, generated_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return mine.run(spark, generated_corpus, tmp_path_factory.mktemp("generated-mined"))

@@ -1,0 +1,89 @@
+"""``groupspec corpus`` and ``groupspec mine`` from the command line: exit codes, outputs, malformed input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from groupspec.cli import main
+from tests.traces.support import consumed, ev, write_jsonl
+from tests.traces.support import run as check_paths
+
+
+def _trace_with_double_owner(tmp: Path) -> Path:
+    """a and b own t-0 at once (b assigned before a revoked), and a file with a line that is not JSON."""
+    d = tmp / "incident"
+    write_jsonl(d / "a.jsonl", [ev("startup_complete", 0), ev("partitions_assigned", 100, parts=(0,)),
+                                consumed(150, 0, 0, 4), ev("partitions_revoked", 300, parts=(0,)),
+                                ev("shutdown_complete", 400)])
+    write_jsonl(d / "b.jsonl", [ev("startup_complete", 0), ev("partitions_assigned", 200, parts=(0,)),
+                                consumed(250, 0, 5, 9), consumed(260, 1, 0, 3)])
+    with (d / "b.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("this is not json\n")
+    return d
+
+
+def test_corpus_from_counts_malformed_lines_per_file_as_the_checker_does(tmp_path: Path) -> None:
+    traces = _trace_with_double_owner(tmp_path)
+    out = tmp_path / "corpus"
+    assert main(["corpus", "--from", str(traces), "--out", str(out)]) == 0
+    info = json.loads((out / "input.json").read_text())
+    report = check_paths(traces)
+    assert info["skipped"] == report["input"]["skipped"] == {"invalid-json": 1}
+    assert info["skipped_per_file"] == {str(traces / "b.jsonl"): {"invalid-json": 1}}
+    table = pq.read_table(out / "events")
+    assert info["events"] == report["input"]["events"] == 9
+    assert table.num_rows == 9  # one row per event and partition: each of these names at most one
+    assert str(table.schema.field("group").type).startswith("dictionary")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["corpus", "--from", "/nonexistent-groupspec", "--out", "{tmp}/c"], "no such file"),
+    (["corpus", "--groups", "3", "--mutants", "no-such-mutant", "--out", "{tmp}/c"], "unknown mutant"),
+    (["corpus", "--groups", "3", "--faults", "meteor", "--out", "{tmp}/c"], "unknown fault"),
+    (["mine", "{tmp}"], "not a corpus"),
+])
+def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_corpus_groups_writes_truth_and_parquet(tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    assert main(["corpus", "--groups", "4", "--mutant-fraction", "1", "--mutants", "coop-no-withhold",
+                 "--seed", "3", "--workers", "1", "--out", str(out)]) == 0
+    truth = json.loads((out / "truth.json").read_text())
+    assert set(truth["truth"]) == {"g0000000", "g0000001", "g0000002", "g0000003"}
+    assert {t["mutant"] for t in truth["truth"].values()} == {"coop-no-withhold"}
+    table = pq.read_table(out / "events")
+    assert sum(t["events"] for t in truth["truth"].values()) == len(set(zip(
+        table.column("group").to_pylist(), table.column("seq").to_pylist(), strict=True)))
+
+
+def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    traces = _trace_with_double_owner(tmp_path)
+    corpus_dir = tmp_path / "corpus"
+    assert main(["corpus", "--from", str(traces), "--out", str(corpus_dir)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "mined"
+    assert main(["mine", str(corpus_dir), "--out", str(out), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    checker = check_paths(traces)
+    expected = sorted((f["invariant"], f["members"], f["window"]) for f in checker["findings"]
+                      if f["severity"] == "violation")
+    assert sorted((v["invariant"], v["members"], v["window"]) for v in data["violations"]) == expected
+    assert {v["invariant"] for v in data["violations"]} == {"single-owner", "consume-owned-only"}
+    assert data["input"]["events"] == checker["input"]["events"]
+    assert data["input"]["malformed"] == {"invalid-json": 1}
+    assert spark.read.parquet(str(out / "violations.parquet")).count() == len(data["violations"])
+    page = (out / "mine.html").read_text()
+    assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+    assert (out / "mine.md").read_text().startswith("# groupspec mine")
