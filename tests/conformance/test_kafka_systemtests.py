@@ -89,3 +89,12 @@ MATRIX = [(s, c, hard) for s in SCENARIOS for c in CLIENTS
 def test_matrix(scenario: str, client: str, hard: bool, tmp_path: Path) -> None:
     out_dir = tmp_path / f"{scenario}-{client}"
     _assert_held(run(scenario, client, out_dir, hard=hard), out_dir)
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    """StorageTool took ``-t -Xyz...`` for an option and failed one broker start in 64 (seen in the matrix)."""
+    from conformance.kafka.broker import new_cluster_id
+
+    ids = [new_cluster_id() for _ in range(3000)]
+    assert not [i for i in ids if i.startswith("-")]
+    assert all(len(i) == 22 for i in ids)
