@@ -164,6 +164,9 @@ def count(run: BrokerRun, member: str, name: str) -> int:
     return sum(1 for ev in run.members[member].events() if ev.get("name") == name)
 
 
+PREPARING = r"Preparing to rebalance group"
+
+
 def stabilized(run: BrokerRun, group: str | None = None) -> int:
     return len(run.log_lines(rf"Stabilized group {group or run.group} generation"))
 
@@ -326,13 +329,23 @@ def broker_bounce(out: Outcome, run: BrokerRun, client: str, params: Params) -> 
     names = ["m1", "m2", "m3"]
     _start(out, run, names, client)
     assigned = {n: count(run, n, "partitions_assigned") for n in names}
+    before = len(run.log_lines(PREPARING))
     for _ in range(params["bounces"]):
         run.restart_broker()
         consumed(out, run, "after the broker restarted")
         stable(out, run, *names, what="after the broker restarted")
     after = {n: count(run, n, "partitions_assigned") for n in names}
-    out.expect("the broker bounce caused no rebalance", after == assigned,
-               f"partitions_assigned per member before {assigned}, after {after}")
+    rebalances = run.log_lines(PREPARING)[before:]
+    expired = run.log_lines(r"has failed, removing it from the group")
+    out.expect("the broker bounce expired no member", not expired, f"{len(expired)} member(s) expired")
+    # Kafka's test has two brokers, so the metadata a leader sees stays whole while one rolls. With one
+    # broker, the restart itself changes what the leader's metadata shows (ConsumerCoordinator
+    # .rejoinNeededOrPending compares its metadata snapshot; seen: 'cached metadata has changed from
+    # {orders=[4 partitions]} to {orders=[]}' while the only broker came back): its rejoin is Kafka's design.
+    other = [ln for ln in rebalances if "cached metadata has changed" not in ln]
+    out.expect("the broker bounce caused no rebalance but a leader's rejoin on changed metadata", not other,
+               f"partitions_assigned per member before {assigned}, after {after}; rebalances after the restart: "
+               + ("; ".join(ln.split("(reason: ", 1)[-1][:160] for ln in rebalances) or "none"))
     for name in names:
         run.leave(name)
     assert_delivery(out, run, clean=True)
