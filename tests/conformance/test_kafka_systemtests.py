@@ -76,7 +76,23 @@ def test_list_names_every_scenario_with_the_kafka_test_it_ports() -> None:
         assert f"{name}: {scenario.ports}" in proc.stdout
 
 
-MATRIX = [(s, c, hard) for s in SCENARIOS for c in CLIENTS
+# What the clients do differently from Kafka's expectation, seen on 4.1.1 (docs/kafka-broker.md "Results"):
+# strict, so a client that starts doing what Kafka's test expects shows up.
+DIVERGES = {
+    ("fencing-static-consumer", "kafka-python"): "kafka-python 3.0.12: a fenced member's heartbeat thread stops, "
+                                                 "poll never raises: the fenced consumer runs on",
+    ("fencing-static-consumer", "aiokafka"): "aiokafka 0.14.0: heartbeats carry no group.instance.id, so a fenced "
+                                             "member rejoins with it and the two processes fence each other",
+}
+
+
+def _case(s: str, c: str, hard: bool) -> object:
+    why = DIVERGES.get((s, c))
+    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+    return pytest.param(s, c, hard, marks=marks, id=f"{s}-{c}{'-hard' if hard else ''}")
+
+
+MATRIX = [_case(s, c, hard) for s in SCENARIOS for c in CLIENTS
           for hard in ((False, True) if s in ("consumer-bounce", "consumer-failure") else (False,))]
 
 
@@ -84,8 +100,7 @@ MATRIX = [(s, c, hard) for s in SCENARIOS for c in CLIENTS
 @pytest.mark.skipif(os.environ.get("GROUPSPEC_KAFKA_MATRIX") != "1",
                     reason="the full matrix takes about 20 minutes: set GROUPSPEC_KAFKA_MATRIX=1")
 @needs_kafka
-@pytest.mark.parametrize(("scenario", "client", "hard"), MATRIX,
-                         ids=[f"{s}-{c}{'-hard' if h else ''}" for s, c, h in MATRIX])
+@pytest.mark.parametrize(("scenario", "client", "hard"), MATRIX)
 def test_matrix(scenario: str, client: str, hard: bool, tmp_path: Path) -> None:
     out_dir = tmp_path / f"{scenario}-{client}"
     _assert_held(run(scenario, client, out_dir, hard=hard), out_dir)
