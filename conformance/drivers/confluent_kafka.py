@@ -138,6 +138,11 @@ class Driver:
                 for msg in messages:
                     err = msg.error()
                     if err is not None:
+                        if err.fatal() or err.code() == KafkaError._FATAL:  # the event carries _FATAL itself
+                            # librdkafka's fatal consumer error (e.g. FENCED_INSTANCE_ID, KIP-345): the instance
+                            # is unusable and must be closed (librdkafka INTRODUCTION.md "Fatal consumer
+                            # errors"), as the Java client's FencedInstanceIdException ends its poll loop
+                            raise KafkaException(err)
                         if err.code() != KafkaError._PARTITION_EOF:
                             sys.stderr.write(f"% groupspec driver: consume error: {err}\n")
                         continue

@@ -116,9 +116,11 @@ class BrokerRun:
     # -- members ----------------------------------------------------------------------------------
 
     def join(self, member: str, client: str = "java", *, assignor: str = "range", wait: bool = True,
-             **options: str) -> ConsumerProcess:
-        """Start member ``member``; with ``wait``, until its trace shows a first assignment callback."""
-        config = DriverConfig(client=client, member=member, group=self.group, topics=(self.topic,),
+             group: str | None = None, **options: str) -> ConsumerProcess:
+        """Start member ``member``; with ``wait``, until its trace shows a first assignment callback.
+
+        ``group`` puts it in another group than the run's (several groups on one broker)."""
+        config = DriverConfig(client=client, member=member, group=group or self.group, topics=(self.topic,),
                               bootstrap=self.broker.bootstrap, events_path=self.out_dir / f"{member}.jsonl",
                               log_path=self.out_dir / f"{member}.log", assignor=assignor,
                               session_timeout_ms=self.session_timeout_ms,
@@ -134,7 +136,8 @@ class BrokerRun:
         proc = self.fleet.start(config)
         self.members[member_key] = proc
         self.clients[member_key] = client
-        self.note("joined", member=member_key, client=client, assignor=assignor, options=dict(options),
+        self.note("joined", member=member_key, client=client, assignor=assignor, group=config.group,
+                  options=dict(options),
                   events=config.events_path.name, log=config.log_path.name)
         if wait:
             wait_until(lambda: proc.alive is False or any(e.get("name") == "partitions_assigned" for e in proc.events()),

@@ -113,7 +113,9 @@ KNOWN_GAPS = {
                             "next one, and only then revokes -- not loses -- the partitions given away meanwhile, so "
                             "for a moment the group counts two owners (without enable.auto.commit; the auto-commit in "
                             "onJoinPrepare is answered ILLEGAL_GENERATION and makes it lose them instead). Found by "
-                            "this model; not yet reproduced on a broker",
+                            "this model; reproduced on Apache Kafka 4.1.1 (python -m conformance.kafka.findings "
+                            "static-zombie-rejoin; evidence in tests/traces/samples/kafka-4.1.1-findings/"
+                            "static-zombie-rejoin)",
     "load-forgets-generation":
         "a generation formed when the coordinator moved, but not yet stored (the leader's SyncGroup not yet "
         "handled), is forgotten: the new coordinator loads the last group metadata record, so the group's "
