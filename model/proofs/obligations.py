@@ -86,10 +86,10 @@ ASSUMPTIONS: dict[str, Assumption] = {
 
 
 def _collect() -> tuple[Obligation, ...]:
-    from model.proofs import assignors, bmc, certificate, delivery, protocol, replay
+    from model.proofs import assignors, bmc, certificate, delivery, explore, protocol, replay
 
     return (*assignors.OBLIGATIONS, certificate.stickiness_optimum, *protocol.OBLIGATIONS, *delivery.OBLIGATIONS,
-            *bmc.OBLIGATIONS, *replay.OBLIGATIONS)
+            *bmc.OBLIGATIONS, *replay.OBLIGATIONS, *explore.OBLIGATIONS)
 
 
 OBLIGATIONS: tuple[Obligation, ...] = _collect()
