@@ -98,12 +98,14 @@ def _summary(doc: Mapping[str, Any]) -> list[Block]:
         invariant = e["invariant"]
         if e["id"] in weakened:
             invariant = f"{invariant}, per-generation form {e['id']} (the catalogue's form: see {weakened[e['id']]})"
-        ob_rows.append([e["id"], invariant, e["scope"], _fmt_bounds(reached or e["bounds"]), e["status"],
+        ob_rows.append([e["id"], invariant, e["scope"], e.get("about", "not stated: not tied to the executable model"),
+                        ", ".join(e["assumptions"]) or "-", _fmt_bounds(reached or e["bounds"]), e["status"],
                         f"{e['seconds']:.2f}", ", ".join(e["refutes"]) or ("-" if not e["mutants"] else "none")])
     mu_rows = [[m["name"], m["where"], m["status"], ", ".join(m["refuted_by"]) or "-", m.get("invariant") or "-",
                 len(m["counterexample"])] for m in doc["mutants"]]
     return [*lines,
-            Table(["obligation", "invariant", "scope", "bounds", "status", "seconds", "refutes mutants"], ob_rows,
+            Table(["obligation", "invariant", "scope", "about (encoding / executable model / both)", "assumptions",
+                   "bounds", "status", "seconds", "refutes mutants"], ob_rows,
                   caption="Obligations"),
             Table(["mutant", "where", "status", "refuted by", "violates", "trace events"], mu_rows,
                   caption="Mutants (each must be refuted with a concrete counterexample)")]
@@ -133,7 +135,8 @@ def _findings(doc: Mapping[str, Any]) -> Section | None:
 def _obligation_sections(doc: Mapping[str, Any]) -> Section:
     blocks: list[Block] = []
     for e in doc["obligations"]:
-        sub: list[Block] = [e["statement"], f"Status: {e['status']} in {e['seconds']:.2f} s. {e['summary']}",
+        sub: list[Block] = [e["statement"], f"About: {e.get('about', 'not stated')}.",
+                            f"Status: {e['status']} in {e['seconds']:.2f} s. {e['summary']}",
                             f"Source: {e['source']}. Assumptions: {', '.join(e['assumptions']) or 'none'}. "
                             f"Bounds: {_fmt_bounds(e['bounds'])}."]
         facts = e.get("facts") or {}

@@ -76,6 +76,7 @@ def run_proofs(only: Sequence[str] = (), *, deep: bool = False, deep_budget_s: f
         entry: dict[str, Any] = {
             "id": ob.id, "invariant": ob.invariant, "scope": ob.scope, "statement": ob.statement,
             "source": ob.source, "bounds": dict(out.bounds or ob.bounds), "assumptions": list(ob.assumptions),
+            "about": reg.about(ob.id),
             "status": out.status.value, "seconds": round(seconds, 3), "summary": out.summary,
             "queries": _queries(out), "facts": _jsonable(out.facts), "mutants": list(ob.mutants), "refutes": [],
         }

@@ -164,15 +164,16 @@ class Tracker:
     def _response_delivered(self, before: sy.SystemState, action: sy.DeliverResponse, after: sy.SystemState) -> None:
         response = before.network.head_response(action.conn)
         m0 = sy.member_by_conn(before, action.conn)
-        m1 = sy.member_by_conn(after, action.conn)
         if m0 is None:
             return
         g = m0.generation.generation_id
         if isinstance(response, SyncGroupResponse) and response.error is Errors.ILLEGAL_GENERATION \
                 and m0.join is mb.JoinFuture.SYNC and g != NO_GENERATION:
             self.rej[action.conn] = g
+        # the coordinator's answer, about the generation the consumer had when it sent the heartbeat, is what
+        # records the rejection -- not whether the consumer reset (that would make the tie circular)
         if isinstance(response, HeartbeatResponse) and response.error is Errors.ILLEGAL_GENERATION \
-                and m1 is not None and g != NO_GENERATION and m1.generation.generation_id == NO_GENERATION:
+                and g != NO_GENERATION and m0.heartbeats_in_flight and m0.heartbeats_in_flight[0] == m0.generation:
             self.rej[action.conn] = g
 
     def _responses_created(self, before: sy.SystemState, after: sy.SystemState) -> None:

@@ -35,6 +35,8 @@ from model import system as sy
 from model.classic import coordinator as co
 from model.classic import member as mb
 from model.messages import (
+    NO_GENERATION,
+    Errors,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -144,7 +146,8 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
         rsp = before.network.head_response(action.conn)
         k = action.conn
         if isinstance(rsp, HeartbeatResponse):
-            return [[], [(("heartbeat-illegal-generation", "heartbeat-unknown-member"), k)]]
+            resets: Shape = [(("heartbeat-illegal-generation", "heartbeat-unknown-member"), k)]
+            return [resets] if forced(before, action) else [[], resets]
         if isinstance(rsp, LeaveGroupResponse):
             return [[]]
         kinds = {JoinGroupResponse: ("receive-join-ok", "receive-join-error"),
@@ -191,6 +194,21 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
     return [[]]  # clock, stalls, resumes, subscriptions, partition counts: nothing symbolic changes
 
 
+def forced(before: sy.SystemState, action: sy.Action) -> bool:
+    """Does the coordinator's answer alone decide that this step is not a stutter? A heartbeat answered
+    ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID about the generation the consumer still has must be the
+    encoding's reset step (``AbstractCoordinator.HeartbeatResponseHandler``: resetGenerationOnResponseError),
+    whatever the consumer did with it: the tie reads the answer and the consumer's state before it, never
+    its reaction, so a consumer that fails to reset is a divergence rather than a stutter."""
+    if not isinstance(action, sy.DeliverResponse):
+        return False
+    rsp = before.network.head_response(action.conn)
+    m = sy.member_by_conn(before, action.conn)
+    return (isinstance(rsp, HeartbeatResponse) and rsp.error in (Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID)
+            and m is not None and bool(m.heartbeats_in_flight) and m.heartbeats_in_flight[0] == m.generation
+            and m.generation.generation_id != NO_GENERATION)
+
+
 @dataclass
 class StepCheck:
     ok: bool
@@ -217,42 +235,75 @@ def check_step(before: sy.SystemState, action: sy.Action, after: sy.SystemState,
     va = valuation(before, tracker, ks, ps, insts, gens)
     vb = valuation(after, after_tracker, ks, ps, insts, gens)
     name = sy.describe(before, action)
-    if not diff(va, vb) and _same_free(va, vb):
+    if not diff(va, vb) and _same_free(va, vb) and not forced(before, action):
         return StepCheck(True, name, stutter=True)
-    u = Universe.of(ks, ps, insts, top)
     last = "unsat"
     for shape in shapes(before, action, after):
         if not shape:
             continue
-        states = [pm.State(u.sorts, f"_{i}_{next(_COUNTER)}") for i in range(len(shape) + 1)]
+        if any(fixed is not None and fixed not in ks for _, fixed in shape):
+            continue
+        chain = _chain(tuple(ks), tuple(ps), tuple(insts), top, len(shape))
+        u, states = chain.universe, chain.states
         solver = z3.Solver()
         solver.set("timeout", timeout_ms)
         solver.add(*pin(states[0], u, va), *pin(states[-1], u, vb))
         picks = []
         for i, (allowed, fixed) in enumerate(shape):
-            k = z3.Const(f"k{i}_{next(_COUNTER)}", u.sorts.K)
-            c = z3.Const(f"c{i}_{next(_COUNTER)}", u.sorts.K)
+            options, choice, k = chain.step(i, allowed, mutants)
             if fixed is not None:
-                if fixed not in u.ks:
-                    break
                 solver.add(k == u.ks[fixed])
-            choice = z3.Int(f"a{i}_{next(_COUNTER)}")
-            options = [z3.And(choice == j, pm.action_by_name(a).relation(states[i], states[i + 1], k, c, None, mutants))
-                       for j, a in enumerate(allowed)]
-            solver.add(z3.Or(options))
+            solver.add(options)
             picks.append((choice, allowed, k))
-        else:
-            answer = solver.check()
-            last = str(answer)
-            if answer == z3.sat:
-                model = solver.model()
-                names = {str(el): n for n, el in u.ks.items()}
-                steps = [f"{allowed[model.eval(ch).as_long()]}({names.get(str(model.eval(k)), str(model.eval(k)))})"
-                         for ch, allowed, k in picks]
-                return StepCheck(True, name, steps)
+        answer = solver.check()
+        last = "unknown" if last == "unknown" else str(answer)  # an unknown on any shape is not a "no"
+        if answer == z3.sat:
+            model = solver.model()
+            names = {str(el): n for n, el in u.ks.items()}
+            steps = [f"{allowed[model.eval(ch).as_long()]}({names.get(str(model.eval(k)), str(model.eval(k)))})"
+                     for ch, allowed, k in picks]
+            return StepCheck(True, name, steps)
     changes = diff(va, vb)
     text = "; ".join(f"{f}{list(a)}: {x} -> {y}" for f, rows in changes.items() for a, x, y in rows[:4])
     return StepCheck(False, name, detail=text[:2000] or "only free fields changed", result=last)
+
+
+@dataclass
+class _Chain:
+    """A finite universe and a chain of symbolic states over it, with the micro-step relations between
+    consecutive states built once and reused by every step check of the same size: building the
+    relation's terms, not solving, is what a step check costs."""
+
+    universe: Universe
+    states: list[pm.State]
+    steps: dict[tuple[int, tuple[str, ...], frozenset[str]], tuple[Any, Any, Any]] = field(default_factory=dict)
+
+    def step(self, i: int, allowed: tuple[str, ...], mutants: frozenset[str]) -> tuple[Any, Any, Any]:
+        """The disjunction of the ``allowed`` micro-steps from state i to i+1, its choice variable and k."""
+        key = (i, allowed, mutants)
+        if key not in self.steps:
+            n = next(_COUNTER)
+            k = z3.Const(f"k{i}_{n}", self.universe.sorts.K)
+            c = z3.Const(f"c{i}_{n}", self.universe.sorts.K)
+            choice = z3.Int(f"a{i}_{n}")
+            options = z3.Or([z3.And(choice == j, pm.action_by_name(a).relation(self.states[i], self.states[i + 1],
+                                                                                k, c, None, mutants))
+                             for j, a in enumerate(allowed)])
+            self.steps[key] = (options, choice, k)
+        return self.steps[key]
+
+
+_CHAINS: dict[tuple[Any, ...], _Chain] = {}
+
+
+def _chain(ks: tuple[str, ...], ps: tuple[str, ...], insts: tuple[str, ...], top: int, length: int) -> _Chain:
+    key = (ks, ps, insts, top, length)
+    if key not in _CHAINS:
+        if len(_CHAINS) > 64:  # a long run meets many sizes; keep the memory bounded
+            _CHAINS.clear()
+        u = Universe.of(list(ks), list(ps), list(insts), top)
+        _CHAINS[key] = _Chain(u, [pm.State(u.sorts, f"_{i}_{next(_COUNTER)}") for i in range(length + 1)])
+    return _CHAINS[key]
 
 
 def _same_free(va: Valuation, vb: Valuation) -> bool:
