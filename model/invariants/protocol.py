@@ -521,8 +521,8 @@ def rebalance_deadline(config: sy.SystemConfig) -> int:
 _TIMEOUT_REMOVALS = frozenset({"session-timeout", "rebalance-timeout", "sync-timeout"})
 
 
-def live_members_removed(config: sy.SystemConfig, before: SystemState,
-                         events: Iterable[Event]) -> list[Violation]:
+def live_members_removed(config: sy.SystemConfig, before: SystemState, events: Iterable[Event],
+                         rebalance_started: int) -> list[Violation]:
     """``live-member-kept``: the coordinator removes no member for a timeout while that member is
     alive: its process runs, it has not left or reset its generation, its application polled within
     max.poll.interval.ms, and the coordinator's own heartbeat timer for it has not expired (it kept
@@ -534,7 +534,11 @@ def live_members_removed(config: sy.SystemConfig, before: SystemState,
     last, rejoins -- before the join key fires (``completeClassicGroupJoin`` removes only members
     that have not rejoined); it sends SyncGroup as soon as its JoinGroup is answered (the
     pending-sync key); each heartbeat reschedules its heartbeat key, so the session expiration
-    (``onMemberHeartbeatExpiration``) does not fire. A rebalance timeout shorter than the poll
+    (``onMemberHeartbeatExpiration``) does not fire. That promise needs the last poll to come before
+    the rebalance started (``rebalance_started``): a member that polled just after it, before its
+    heartbeat told it, and then spent its poll interval busy rejoins after the join key fired, and
+    Kafka removes it rightly. So a member whose application is busy (stalled) at the removal counts
+    as alive only if it last polled before the rebalance started. A rebalance timeout shorter than the poll
     interval (possible only where the client lets the two differ) breaks that: a stable member busy
     between polls is kicked out by someone else's join, and its next poll rejoins and rebalances again.
     So does a rebalance timeout shorter than heartbeat.interval.ms (a Java consumer with
@@ -551,7 +555,8 @@ def live_members_removed(config: sy.SystemConfig, before: SystemState,
         if cm is None or m is None or m.generation.has_reset():
             continue
         if cm.heartbeat_deadline is None or cm.heartbeat_deadline <= before.now \
-                or before.now - m.last_poll > config.max_poll_interval_ms:
+                or before.now - m.last_poll > config.max_poll_interval_ms \
+                or (m.stalled and m.last_poll > rebalance_started):
             continue
         out.append(Violation(LIVE_MEMBER_KEPT, e["timestamp"], f"the coordinator removed {m.name} "
                              f"({e['member_id']}, {e['reason']}) although it was alive: it polled "
@@ -616,9 +621,12 @@ class Monitor:
     _delivery: dl.DeliveryMonitor | None = None
     _unsettled_since: int | None = None  # rebalance-within-timeout: start of the judged rebalance window
     _stuck_reported: bool = False  # ... a violation was reported for the current window
+    _rebalance_started: int = 0  # when the coordinator last entered PreparingRebalance
     # settled-group-reads: (member, partition) -> (position, since when it has lagged at that position,
     # reported already)
     _lagging: dict[tuple[str, TopicPartition], tuple[int, int, bool]] = field(default_factory=dict)
+    _lag_inputs: tuple[Any, ...] | None = None  # the values _lag last looked at, and what lagged then
+    _lag_found: list[tuple[str, TopicPartition, int]] = field(default_factory=list)
     _owners_changed: bool = False  # some member's owned partitions changed since the last state check
     # Look at every member after every transition instead of only at those the transition changed (the
     # definition the shortcuts must agree with: tests/model/test_monitor_incremental.py runs both).
@@ -663,7 +671,10 @@ class Monitor:
             self._owners_changed = False
             self._state_checks(after)
         self._convergence(before, action, after, events)
-        self.violations.extend(live_members_removed(self.config, before, events))
+        # a removal is judged against the rebalance under way before this transition started another
+        self.violations.extend(live_members_removed(self.config, before, events, self._rebalance_started))
+        if any(e["name"] == ev.COORDINATOR_REBALANCE for e in events):
+            self._rebalance_started = after.now
         self._rebalance_window(action, after, events)
         if self._delivery is not None:
             self._lag(after, after.now)
@@ -973,17 +984,29 @@ class Monitor:
         clock restarts whenever the position moves, the group is not settled or a member is not
         alive. Partitions with no position yet (an OffsetFetch on its way, or auto.offset.reset=none
         with nothing committed) and partitions no member owns (``complete``'s business) are not judged."""
-        lagging: list[tuple[str, TopicPartition, int]] = []
-        if state.group.state is co.STABLE and all_alive(state):
-            ends = _log_ends(state)
-            for m in sy.running(state):
-                c = m.consumption
-                if c is None or not c.positions or not _in_settled_generation(state, m):
-                    continue
-                lagging += [(m.name, tp, pos) for tp, pos in c.positions if tp in m.owned and pos < ends.get(tp, 0)]
+        # What lags depends on the group, the processes, the log and the coordinator's home only (not on
+        # the messages in flight): states share those values until one changes, so the last answer is
+        # reused while they are the very same objects (most transitions deliver a message).
+        seen = self._lag_inputs
+        if seen is not None and seen[0] is state.group and seen[1] is state.processes and seen[2] is state.log \
+                and seen[3] is state.home:
+            lagging = self._lag_found
+        else:
+            lagging = []
+            if state.group.state is co.STABLE and all_alive(state):
+                ends = _log_ends(state)
+                for m in sy.running(state):
+                    c = m.consumption
+                    if c is None or not c.positions or not _in_settled_generation(state, m):
+                        continue
+                    lagging += [(m.name, tp, pos) for tp, pos in c.positions
+                                if tp in m.owned and pos < ends.get(tp, 0)]
+            self._lag_inputs = (state.group, state.processes, state.log, state.home)
+            self._lag_found = lagging
         if not lagging:
             self._lagging.clear()
             return
+        ends = _log_ends(state)
         now_lagging: dict[tuple[str, TopicPartition], tuple[int, int, bool]] = {}
         for name, tp, pos in lagging:
             old = self._lagging.get((name, tp))
