@@ -555,9 +555,9 @@ def live_members_removed(config: sy.SystemConfig, before: SystemState, events: I
         if cm is None or m is None or m.generation.has_reset():
             continue
         if cm.heartbeat_deadline is None or cm.heartbeat_deadline <= before.now \
-                or before.now - m.last_poll > config.max_poll_interval_ms \
-                or (m.stalled and m.last_poll > rebalance_started):
-            continue
+                or before.now - m.last_poll >= config.max_poll_interval_ms \
+                or (m.stalled and m.last_poll >= rebalance_started):
+            continue  # dead, or its poll timer expired (Timer.isExpired: at the deadline), or busy too late
         out.append(Violation(LIVE_MEMBER_KEPT, e["timestamp"], f"the coordinator removed {m.name} "
                              f"({e['member_id']}, {e['reason']}) although it was alive: it polled "
                              f"{before.now - m.last_poll} ms before (max.poll.interval.ms "
