@@ -494,14 +494,18 @@ def all_alive(state: SystemState) -> bool:
     that every running member has found, no running member's application is stalled, and every
     member the coordinator counts is held by a running member (none crashed, left on its poll
     timeout, or restarted under a new id while the old one waits for its session to expire)."""
-    if state.home.leader is None:
+    leader = state.home.leader
+    if leader is None:
         return False
     held = set()
-    for m in sy.running(state):
-        if m.stalled or m.coordinator_node != state.home.leader:
+    for _, p in state.processes:  # sy.running, unrolled: this runs at every transition of a rebalance
+        m = p.member
+        if m is None:
+            continue
+        if m.stalled_until is not None or m.coordinator_node != leader:
             return False
         held.add(m.generation.member_id)
-    return set(co.member_ids(state.group)) <= held
+    return all(cm.member_id in held for cm in state.group.members)
 
 
 def rebalance_deadline(config: sy.SystemConfig) -> int:
@@ -627,6 +631,9 @@ class Monitor:
     _lagging: dict[tuple[str, TopicPartition], tuple[int, int, bool]] = field(default_factory=dict)
     _lag_inputs: tuple[Any, ...] | None = None  # the values _lag last looked at, and what lagged then
     _lag_found: list[tuple[str, TopicPartition, int]] = field(default_factory=list)
+    _lag_sampled_at: int = -1
+    _alive_inputs: tuple[Any, ...] | None = None  # the values all_alive last looked at, and its answer
+    _alive: bool = False
     _owners_changed: bool = False  # some member's owned partitions changed since the last state check
     # Look at every member after every transition instead of only at those the transition changed (the
     # definition the shortcuts must agree with: tests/model/test_monitor_incremental.py runs both).
@@ -677,7 +684,14 @@ class Monitor:
             self._rebalance_started = after.now
         self._rebalance_window(action, after, events)
         if self._delivery is not None:
-            self._lag(after, after.now)
+            # Sampled once per simulated ms (the first transition that reaches it): a window only
+            # starts later that way, and whatever would restart one between two samples -- a
+            # rebalance, a fault -- is seen at its own transition here.
+            if after.group.state is not co.STABLE or isinstance(action, sy.GROUP_FAULTS):
+                self._lagging.clear()
+            elif after.now != self._lag_sampled_at:
+                self._lag_sampled_at = after.now
+                self._lag(after, after.now)
 
     def _state_checks(self, state: SystemState) -> None:
         single, zombie = _overlaps(state)
@@ -953,10 +967,18 @@ class Monitor:
         if after.network.empty() and settled(after):
             self._unsettled_since, self._stuck_reported = None, False
             return
-        if isinstance(action, sy.GROUP_FAULTS) or not all_alive(after):
+        if isinstance(action, sy.GROUP_FAULTS) or not self._all_alive(after):
             self._unsettled_since, self._stuck_reported = after.now, False
             return
         self._judge_window(after.now, after)
+
+    def _all_alive(self, state: SystemState) -> bool:
+        """:func:`all_alive`, reused while the processes, the group and the home are the same objects."""
+        seen = self._alive_inputs
+        if seen is None or seen[0] is not state.processes or seen[1] is not state.group or seen[2] is not state.home:
+            self._alive_inputs = (state.processes, state.group, state.home)
+            self._alive = all_alive(state)
+        return self._alive
 
     def _judge_window(self, now: int, state: SystemState) -> None:
         if self._unsettled_since is None or self._stuck_reported:
@@ -993,7 +1015,7 @@ class Monitor:
             lagging = self._lag_found
         else:
             lagging = []
-            if state.group.state is co.STABLE and all_alive(state):
+            if state.group.state is co.STABLE and self._all_alive(state):
                 ends = _log_ends(state)
                 for m in sy.running(state):
                     c = m.consumption
