@@ -987,6 +987,19 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                               f"server.log names neither a generation's members nor their answers (add the members' "
                               f"Java client logs, whose 'Successfully synced group' lines say who got one)",
                  partial=True)
+        # Stuck or thrashing groups (issue 17): each needs to know that every member was alive -- its
+        # heartbeats reaching the coordinator, its polls -- which no trace format carries (a member's
+        # events show that it consumed, not that it heartbeated; a broker's server.log names a removal
+        # and its reason, not the heartbeats before it). A long rebalance or a removal for a timeout is
+        # correct when a member was stalled or cut off, so none is judged rather than one guessed.
+        note("rebalance-within-timeout", "needs every member's liveness while the group rebalanced (heartbeats "
+                                         "and polls, which no trace carries) and the group's rebalance timeout; "
+                                         "a rebalance that outlasts it is correct when a member was stalled")
+        note("live-member-kept", "needs the member's heartbeats as the coordinator got them, which no trace "
+                                 "carries: a removal for a session, rebalance or sync timeout (server.log) is "
+                                 "correct when the member had stopped heartbeating or polling")
+        note("settled-group-reads", "needs each partition's log end offset over time (what was produced) and "
+                                    "every member's liveness, which a consumer trace does not carry")
         if not self.saw["ownership"] and not self.saw["commits"]:
             note("consume-owned-only", "no records_consumed or offsets_committed events")
         elif self.unverified:

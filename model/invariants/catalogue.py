@@ -72,5 +72,17 @@ CATALOGUE: dict[str, Invariant] = {
                   "a committed offset never exceeds what the member consumed"),
         Invariant("handoff-duplicates", Kind.MEASURE,
                   "records consumed again by the next owner after a handoff (allowed by at-least-once delivery)"),
+        Invariant("rebalance-within-timeout", Kind.BOUNDED,
+                  "while every member is alive and nothing disturbs the group, a rebalance completes (the group "
+                  "is Stable) within the join phase's and the sync phase's rebalance timeouts, plus the initial "
+                  "delay: a group stuck or thrashing in PreparingRebalance / CompletingRebalance fails"),
+        Invariant("live-member-kept", Kind.STEP,
+                  "the coordinator removes no member for a timeout while it is alive: its process runs, it "
+                  "polled within max.poll.interval.ms and its heartbeats keep its session (e.g. a scale-out "
+                  "that kicks stable members out for the rebalance timeout fails)"),
+        Invariant("settled-group-reads", Kind.BOUNDED,
+                  "while the group is Stable, every member alive and a member settled in the current generation, "
+                  "it leaves no records unread on a partition it owns and has a position on for longer than "
+                  "max.poll.interval.ms (its position moves on)"),
     )
 }

@@ -71,13 +71,16 @@ GENERATION_MONOTONIC = "generation-monotonic"
 STATIC_REJOIN = "static-rejoin"
 CONVERGES = "converges"
 COMMIT_OWNED_ONLY = "commit-owned-only"
+REBALANCE_WITHIN_TIMEOUT = "rebalance-within-timeout"
+LIVE_MEMBER_KEPT = "live-member-kept"
+SETTLED_GROUP_READS = "settled-group-reads"
 
 #: The invariants this module checks (all catalogue ids; zombie-overlap is a warning). Each
 #: leader's assignor round is also judged by what its assignor promises (``balanced``, ``sticky``,
 #: ``revoke-only-moved``, ... from ``model.invariants.assignment``).
 CHECKED = (SINGLE_OWNER, ZOMBIE_OVERLAP, SUBSCRIBED_ONLY, COMPLETE, REVOKE_BEFORE_ASSIGN, EAGER_REVOKE_ALL,
-           GENERATION_MONOTONIC, STATIC_REJOIN, CONVERGES, COMMIT_OWNED_ONLY, "balanced", "sticky",
-           "revoke-only-moved")
+           GENERATION_MONOTONIC, STATIC_REJOIN, CONVERGES, COMMIT_OWNED_ONLY, REBALANCE_WITHIN_TIMEOUT,
+           LIVE_MEMBER_KEPT, SETTLED_GROUP_READS, "balanced", "sticky", "revoke-only-moved")
 WARNINGS = frozenset({ZOMBIE_OVERLAP})
 
 
@@ -122,8 +125,21 @@ KNOWN_GAPS = {
         "generation goes back and the next rebalance reuses the number (GroupMetadataManager replay / onLoaded). "
         "Members of the lost generation own nothing from it (it had no assignment) and are told "
         "ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID when they next ask",
+    "rebalance-timeout-too-short":
+        "a rebalance timeout shorter than max.poll.interval.ms (a client that lets the two differ) or no longer "
+        "than heartbeat.interval.ms (a Java consumer with max.poll.interval.ms that low) is accepted by the client "
+        "and the coordinator alike, and then a live member cannot rejoin before the join key fires: it learns of "
+        "the rebalance at its next heartbeat and rejoins at its next poll. completeClassicGroupJoin removes it "
+        "(rebalance timeout), its next poll rejoins, and the group rebalances again (live-member-kept, "
+        "rebalance-within-timeout)",
     **dl.KNOWN_GAPS,
 }
+
+
+def short_rebalance_timeout(config: sy.SystemConfig) -> bool:
+    """Is the rebalance timeout too short for a live member to rejoin in time (``rebalance-timeout-too-short``)?"""
+    return config.rebalance_timeout_ms < config.max_poll_interval_ms \
+        or config.rebalance_timeout_ms <= config.heartbeat_interval_ms
 
 
 # -- ownership --------------------------------------------------------------------------------------
@@ -460,6 +476,104 @@ def convergence_horizon(config: sy.SystemConfig) -> int:
     return config.session_timeout_ms + 2 * per_rebalance + config.max_poll_interval_ms
 
 
+def _log_ends(state: SystemState) -> dict[TopicPartition, int]:
+    """The log end offset of every partition that has records."""
+    return dict(state.log)
+
+
+def _in_settled_generation(state: SystemState, m: Member) -> bool:
+    """Is ``m`` settled in the group's current generation: STABLE in it, with nothing to rejoin for and
+    owning what the coordinator stored for it? (Heartbeats and commits may be in flight.)"""
+    if m.state is not MemberState.STABLE or m.join is not mb.JoinFuture.NONE or m.rejoin_not_before is not None \
+            or m.generation.generation_id != state.group.generation:
+        return False
+    cm = co.member(state.group, m.generation.member_id)
+    return cm is not None and cm.assignment is not None and frozenset(cm.assignment) == m.owned
+
+
+def all_alive(state: SystemState) -> bool:
+    """Is every member alive, as ``rebalance-within-timeout`` needs: the group has a coordinator
+    that every running member has found, no running member's application is stalled, and every
+    member the coordinator counts is held by a running member (none crashed, left on its poll
+    timeout, or restarted under a new id while the old one waits for its session to expire)."""
+    leader = state.home.leader
+    if leader is None:
+        return False
+    held = set()
+    for _, p in state.processes:  # sy.running, unrolled: this runs at every transition of a rebalance
+        m = p.member
+        if m is None:
+            continue
+        if m.stalled_until is not None or m.coordinator_node != leader:
+            return False
+        held.add(m.generation.member_id)
+    return all(cm.member_id in held for cm in state.group.members)
+
+
+def rebalance_deadline(config: sy.SystemConfig) -> int:
+    """``rebalance-within-timeout``'s bound: how long a rebalance may keep the group out of Stable
+    when every member is alive. Kafka's classic coordinator bounds each phase by the group's rebalance
+    timeout: the join phase ends when every member has rejoined or when the join key fires, one
+    rebalance timeout after ``prepareRebalance`` (``GroupMetadataManager.prepareRebalance`` /
+    ``completeClassicGroupJoin``; the first rebalance of an empty group waits
+    group.initial.rebalance.delay.ms more, ``InitialDelayedJoin``), and the sync phase ends when
+    the leader's SyncGroup stores the assignment or the pending-sync key fires one rebalance timeout
+    after ``completeClassicGroupJoin`` (``schedulePendingSync``, KAFKA-12890)."""
+    return config.coordinator.initial_rebalance_delay_ms + 2 * config.rebalance_timeout_ms
+
+
+#: Removals for a timeout (``coordinator_member_removed`` reasons), as opposed to a LeaveGroup, a
+#: static member replaced, or a KIP-394 pending member.
+_TIMEOUT_REMOVALS = frozenset({"session-timeout", "rebalance-timeout", "sync-timeout"})
+
+
+def live_members_removed(config: sy.SystemConfig, before: SystemState, events: Iterable[Event],
+                         rebalance_started: int) -> list[Violation]:
+    """``live-member-kept``: the coordinator removes no member for a timeout while that member is
+    alive: its process runs, it has not left or reset its generation, its application polled within
+    max.poll.interval.ms, and the coordinator's own heartbeat timer for it has not expired (it kept
+    heartbeating).
+
+    Why Kafka keeps such a member: the Java consumer sends max.poll.interval.ms as its rebalance
+    timeout (``ConsumerCoordinator``, ``GroupRebalanceConfig``), its heartbeat thread learns of a
+    rebalance (REBALANCE_IN_PROGRESS) and its next ``poll()``, due within max.poll.interval.ms of the
+    last, rejoins -- before the join key fires (``completeClassicGroupJoin`` removes only members
+    that have not rejoined); it sends SyncGroup as soon as its JoinGroup is answered (the
+    pending-sync key); each heartbeat reschedules its heartbeat key, so the session expiration
+    (``onMemberHeartbeatExpiration``) does not fire. That promise needs the last poll to come before
+    the rebalance started (``rebalance_started``): a member that polled just after it, before its
+    heartbeat told it, and then spent its poll interval busy rejoins after the join key fired, and
+    Kafka removes it rightly. So a member whose application is busy (stalled) at the removal counts
+    as alive only if it last polled before the rebalance started. A rebalance timeout shorter than the poll
+    interval (possible only where the client lets the two differ) breaks that: a stable member busy
+    between polls is kicked out by someone else's join, and its next poll rejoins and rebalances again.
+    So does a rebalance timeout shorter than heartbeat.interval.ms (a Java consumer with
+    max.poll.interval.ms below it): members learn of a rebalance only at their next heartbeat, after
+    the join key fired, and the group thrashes. Both are configurations Kafka accepts and a group a
+    person would call thrashing; the invariant says so.
+    """
+    out: list[Violation] = []
+    for e in events:
+        if e["name"] != ev.COORDINATOR_MEMBER_REMOVED or e.get("reason") not in _TIMEOUT_REMOVALS:
+            continue
+        cm = co.member(before.group, e["member_id"])
+        m = next((m for m in sy.running(before) if m.generation.member_id == e["member_id"]), None)
+        if cm is None or m is None or m.generation.has_reset():
+            continue
+        if cm.heartbeat_deadline is None or cm.heartbeat_deadline <= before.now \
+                or before.now - m.last_poll >= config.max_poll_interval_ms \
+                or (m.stalled and m.last_poll >= rebalance_started):
+            continue  # dead, or its poll timer expired (Timer.isExpired: at the deadline), or busy too late
+        out.append(Violation(LIVE_MEMBER_KEPT, e["timestamp"], f"the coordinator removed {m.name} "
+                             f"({e['member_id']}, {e['reason']}) although it was alive: it polled "
+                             f"{before.now - m.last_poll} ms before (max.poll.interval.ms "
+                             f"{config.max_poll_interval_ms}) and its heartbeat timer runs until "
+                             f"{cm.heartbeat_deadline} ms (rebalance timeout {config.rebalance_timeout_ms} ms)",
+                             (m.name,), tuple(sorted(m.owned)),
+                             "rebalance-timeout-too-short" if short_rebalance_timeout(config) else None))
+    return out
+
+
 _FENCING = frozenset({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID})
 _REJECTING = frozenset({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID})
 
@@ -511,6 +625,17 @@ class Monitor:
     _static_rejoined_generation: int = -1  # last generation a static member rejoined with no rebalance
     _generation: int = 0
     _delivery: dl.DeliveryMonitor | None = None
+    _unsettled_since: int | None = None  # rebalance-within-timeout: start of the judged rebalance window
+    _stuck_reported: bool = False  # ... a violation was reported for the current window
+    _rebalance_started: int = 0  # when the coordinator last entered PreparingRebalance
+    # settled-group-reads: (member, partition) -> (position, since when it has lagged at that position,
+    # reported already)
+    _lagging: dict[tuple[str, TopicPartition], tuple[int, int, bool]] = field(default_factory=dict)
+    _lag_inputs: tuple[Any, ...] | None = None  # the values _lag last looked at, and what lagged then
+    _lag_found: list[tuple[str, TopicPartition, int]] = field(default_factory=list)
+    _lag_sampled_at: int = -1
+    _alive_inputs: tuple[Any, ...] | None = None  # the values all_alive last looked at, and its answer
+    _alive: bool = False
     _owners_changed: bool = False  # some member's owned partitions changed since the last state check
     # Look at every member after every transition instead of only at those the transition changed (the
     # definition the shortcuts must agree with: tests/model/test_monitor_incremental.py runs both).
@@ -555,6 +680,20 @@ class Monitor:
             self._owners_changed = False
             self._state_checks(after)
         self._convergence(before, action, after, events)
+        # a removal is judged against the rebalance under way before this transition started another
+        self.violations.extend(live_members_removed(self.config, before, events, self._rebalance_started))
+        if any(e["name"] == ev.COORDINATOR_REBALANCE for e in events):
+            self._rebalance_started = after.now
+        self._rebalance_window(action, after, events)
+        if self._delivery is not None:
+            # Sampled once per simulated ms (the first transition that reaches it): a window only
+            # starts later that way, and whatever would restart one between two samples -- a
+            # rebalance, a fault -- is seen at its own transition here.
+            if after.group.state is not co.STABLE or isinstance(action, sy.GROUP_FAULTS):
+                self._lagging.clear()
+            elif after.now != self._lag_sampled_at:
+                self._lag_sampled_at = after.now
+                self._lag(after, after.now)
 
     def _state_checks(self, state: SystemState) -> None:
         single, zombie = _overlaps(state)
@@ -810,6 +949,101 @@ class Monitor:
                     f"settle after the last disturbance at {self.last_disturbance} ms (bound {bound})"))
             self.violations.extend(self._classify(v) for v in _unowned(after))
 
+    # -- stuck or thrashing groups -----------------------------------------------------------------
+
+    def _rebalance_window(self, action: Action, after: SystemState, events: tuple[Event, ...]) -> None:
+        """``rebalance-within-timeout``: once a rebalance starts, the group settles (:func:`settled`)
+        within :func:`rebalance_deadline` per rebalance the protocol needs (:func:`rebalance_bound`,
+        plus one per generation whose SyncGroup lost the race, as for ``converges``), unless
+        something disturbs it. The window opens at the coordinator's ``coordinator_rebalance`` and
+        closes when the group has settled; a rebalance that follows another before the group settled
+        (a thrashing group) stays in the same window. It restarts at every fault or operator action
+        (a join, crash, leave, stall, subscription change, coordinator move ...) and at every state in
+        which some member is not alive (:func:`all_alive`): only a group whose members are all alive
+        is held to the bound."""
+        if self._unsettled_since is None:
+            if any(e["name"] == ev.COORDINATOR_REBALANCE for e in events):
+                self._unsettled_since, self._stuck_reported = after.now, False
+            else:
+                return
+        if after.network.empty() and settled(after):
+            self._unsettled_since, self._stuck_reported = None, False
+            return
+        if isinstance(action, sy.GROUP_FAULTS) or not self._all_alive(after):
+            self._unsettled_since, self._stuck_reported = after.now, False
+            return
+        self._judge_window(after.now, after)
+
+    def _all_alive(self, state: SystemState) -> bool:
+        """:func:`all_alive`, reused while the processes, the group and the home are the same objects."""
+        seen = self._alive_inputs
+        if seen is None or seen[0] is not state.processes or seen[1] is not state.group or seen[2] is not state.home:
+            self._alive_inputs = (state.processes, state.group, state.home)
+            self._alive = all_alive(state)
+        return self._alive
+
+    def _judge_window(self, now: int, state: SystemState) -> None:
+        if self._unsettled_since is None or self._stuck_reported:
+            return
+        rebalances = rebalance_bound(state) + len(self.raced_generations)
+        allowed = rebalances * rebalance_deadline(self.config)
+        if now - self._unsettled_since > allowed:
+            self._stuck_reported = True
+            self.violations.append(Violation(
+                REBALANCE_WITHIN_TIMEOUT, now, f"the group has been rebalancing ({state.group.state}, generation "
+                f"{state.group.generation}) since {self._unsettled_since} ms with every member alive and no "
+                f"fault, {now - self._unsettled_since} ms without settling; {rebalances} rebalance(s) complete "
+                f"within {allowed} ms (the join phase and the sync phase, each within the rebalance timeout "
+                f"{self.config.rebalance_timeout_ms} ms)",
+                tuple(sorted(m.name for m in sy.running(state))), (),
+                "rebalance-timeout-too-short" if short_rebalance_timeout(self.config) else None))
+
+    def _lag(self, state: SystemState, now: int) -> None:
+        """``settled-group-reads``: while the group is Stable with every member alive
+        (:func:`all_alive`), no member settled in the current generation (:func:`_in_settled_generation`;
+        heartbeats and commits may be in flight) keeps its position on a partition it owns below the log
+        end for longer than max.poll.interval.ms. An alive member calls ``poll()`` at least that
+        often, and a poll fetches from every assigned partition with a position
+        (``KafkaConsumer.poll`` / ``FetchCollector``, rotating partitions so none starves); the
+        clock restarts whenever the position moves, the group is not settled or a member is not
+        alive. Partitions with no position yet (an OffsetFetch on its way, or auto.offset.reset=none
+        with nothing committed) and partitions no member owns (``complete``'s business) are not judged."""
+        # What lags depends on the group, the processes, the log and the coordinator's home only (not on
+        # the messages in flight): states share those values until one changes, so the last answer is
+        # reused while they are the very same objects (most transitions deliver a message).
+        seen = self._lag_inputs
+        if seen is not None and seen[0] is state.group and seen[1] is state.processes and seen[2] is state.log \
+                and seen[3] is state.home:
+            lagging = self._lag_found
+        else:
+            lagging = []
+            if state.group.state is co.STABLE and self._all_alive(state):
+                ends = _log_ends(state)
+                for m in sy.running(state):
+                    c = m.consumption
+                    if c is None or not c.positions or not _in_settled_generation(state, m):
+                        continue
+                    lagging += [(m.name, tp, pos) for tp, pos in c.positions
+                                if tp in m.owned and pos < ends.get(tp, 0)]
+            self._lag_inputs = (state.group, state.processes, state.log, state.home)
+            self._lag_found = lagging
+        if not lagging:
+            self._lagging.clear()
+            return
+        ends = _log_ends(state)
+        now_lagging: dict[tuple[str, TopicPartition], tuple[int, int, bool]] = {}
+        for name, tp, pos in lagging:
+            old = self._lagging.get((name, tp))
+            since, reported = (old[1], old[2]) if old is not None and old[0] == pos else (now, False)
+            if not reported and now - since > self.config.max_poll_interval_ms:
+                reported = True
+                self.violations.append(Violation(
+                    SETTLED_GROUP_READS, now, f"{name} has left {tp} unread at offset {pos} (log end "
+                    f"{ends.get(tp, 0)}) for {now - since} ms while it is settled in the stable group and every "
+                    f"member alive (max.poll.interval.ms {self.config.max_poll_interval_ms})", (name,), (tp,)))
+            now_lagging[(name, tp)] = (pos, since, reported)
+        self._lagging = now_lagging
+
     def _classify(self, v: Violation) -> Violation:
         """Mark a ``complete`` violation in a generation a static member rejoined without a
         rebalance (``static-rejoin-keeps-stale-assignment``)."""
@@ -827,6 +1061,12 @@ class Monitor:
             out.append(Violation(CONVERGES, final.now, f"the group has not settled {final.now - self.last_disturbance}"
                                  f" ms after the last disturbance at {self.last_disturbance} ms "
                                  f"(allowed {horizon} ms)"))
+        seen = len(self.violations)
+        self._judge_window(final.now, final)
+        if self._delivery is not None:
+            self._lag(final, final.now)
+        out += self.violations[seen:]
+        del self.violations[seen:]
         for member, check in self._static.items():
             if final.now - check.since > self.config.session_timeout_ms:
                 out.append(Violation(STATIC_REJOIN, final.now, f"static member {member} restarted at "

@@ -506,8 +506,18 @@ def delivery_committed_not_ahead(cfg: RunConfig) -> Outcome:
                    [*g.premises, g.cfg.auto_commit, g.cfg.async_processing,
                     BY_NAME["commit-sent"].relation(g.s, g.t, g.cfg, g.k, g.x, g.y, cfg.mutants),
                     e.commit > g.s.processed[g.k]])
+    # Shown on one concrete pre-state (one record in the log, the consumer's position past it, nothing
+    # processed or committed yet): left free, the state makes Z3 search a model for the invariant's
+    # quantifiers, which its model-based instantiation may give up on ("incomplete quantifiers")
+    # depending only on the order terms were created in -- it did in a full run (issue 17).
+    s = g.s
     prover.witness("tight: ... so an in-flight commit passes a record nobody processed (storing it leaves a gap)",
                    [*g.premises, g.cfg.auto_commit, g.cfg.async_processing,
+                    s.log_end == 1, s.committed == -1, s.in_flight == -1, s.base == 0,
+                    s.done == z3.K(z3.IntSort(), False), s.own == z3.K(DMember, True),
+                    s.has_pos == z3.K(DMember, True), s.pos == z3.K(DMember, z3.IntVal(1)),
+                    s.processed == z3.K(DMember, z3.IntVal(0)), s.asked == z3.K(DMember, False),
+                    s.answered == z3.K(DMember, False), s.answer == z3.K(DMember, z3.IntVal(-1)),
                     BY_NAME["commit-sent"].relation(g.s, g.t, g.cfg, g.k, g.x, g.y, cfg.mutants),
                     z3.Not(covered(g.t, g.t.in_flight))])
     return _finish(prover, cfg, broken, "commits never pass what was processed", _invariant_facts())
