@@ -1,6 +1,6 @@
 """The corpus layout: trace events as Parquet rows, one row per (event, partition).
 
-DESIGN.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one row per partition it
+docs/design.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one row per partition it
 names (``partitions`` of the ownership callbacks and of ``records_consumed``, ``offsets`` of
 ``offsets_committed``, the stored ``assignment`` of ``coordinator_stable``: one row per member id
 and partition) and one row with ``topic`` null when it names none. The columns keep the trace
