@@ -187,9 +187,12 @@ def mutants(examples: Path, proof_summary: dict[str, Any] | None,
     return rows
 
 
+VERIFY_CLIENTS = ("confluent-kafka", "aiokafka")
+
+
 def conformance(out: Path) -> list[dict[str, Any]]:
-    """A short conformance campaign (docs/conformance.md): a mixed group of the three Python clients,
-    range, two drawn scenarios, each compared with the model."""
+    """A short conformance campaign (docs/conformance.md): a mixed group of librdkafka and aiokafka
+    consumers, range, two drawn scenarios, each compared with the model."""
     try:
         from conformance import campaign
     except (ImportError, OSError) as exc:  # no librdkafka on this machine: say so, do not hide it
@@ -199,7 +202,11 @@ def conformance(out: Path) -> list[dict[str, Any]]:
     from groupspec.conform_report import document as conform_document
     from groupspec.render import write_report as write_conform
 
-    plan = campaign.plan(0, 2, ["range"], [["confluent-kafka", "kafka-python", "aiokafka"]])
+    # kafka-python 3.0.12 sits out of this short campaign: its fault steps (a coordinator down) hit two
+    # open, registered kafka-python bugs (kafka-python-poll-raises-on-broker-down, deterministic, and
+    # kafka-python-join-task-replaced, racy; docs/findings.md), which would make the main job report
+    # a known client bug as a failure of its own. `groupspec conform` / `tox -e conform` run it.
+    plan = campaign.plan(0, 2, ["range"], [list(VERIFY_CLIENTS)])
     records = campaign.campaign(plan, out / "conformance")
     data = campaign.document(records, findings.load(), seed=0, cluster="mock", versions=campaign.client_versions())
     write_conform(out, "conformance", data, conform_document(data))  # conformance.html, linked from verify.html
@@ -338,9 +345,12 @@ def document(data: dict[str, Any]) -> Document:
                    for r in data["mutants"]])]))
     if data.get("conformance") is not None:
         blocks.append(Section("Real clients against the embedded coordinator", [
-            "A short `groupspec conform` campaign: a group of librdkafka, kafka-python and aiokafka consumers runs "
+            "A short `groupspec conform` campaign: a group of librdkafka and aiokafka consumers runs "
             "generated scenarios against librdkafka's mock cluster, each compared with the model "
-            "(docs/conformance.md). Runs are in conformance/runs/ beside this file.",
+            "(docs/conformance.md). Runs are in conformance/runs/ beside this file. kafka-python 3.0.12 "
+            "sits this one out: the campaign's coordinator failure meets its open registered bugs "
+            "(kafka-python-poll-raises-on-broker-down, kafka-python-join-task-replaced: docs/findings.md); "
+            "`groupspec conform` runs it.",
             Table(["run and its replay", "assignor rounds", "divergences", "warnings", "seconds", "status", "check report"],
                   [[r["capture"], r.get("events", "-"), _names(r.get("violations")), _names(r.get("warnings")),
                     r.get("seconds", "-"), "ok" if r["ok"] else (r.get("error") or "failed"),
@@ -379,7 +389,7 @@ def run(args: argparse.Namespace) -> int:
                            lambda rows: all(r["model_monitor"] or r["checker"] or r["assign_examples"] or r["proofs"]
                                             for r in rows))
     data["conformance"] = None if args.skip_clients else part(
-        "conformance", f"groupspec conform --strategies range --examples 2 --out {out}/conformance",
+        "conformance", f"groupspec conform --strategies range --examples 2 --clients {','.join(VERIFY_CLIENTS)} --out {out}/conformance",
         lambda: conformance(out), lambda rows: all(r["ok"] for r in rows))
     data["ok"] = all(p["ok"] for p in data["parts"])
     data["known_behaviours"] = known_behaviours(data)
