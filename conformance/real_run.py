@@ -11,13 +11,13 @@ members in the order they first join, so (scenario, clients) names a run and rep
 protocol determines, not timing (docs/conformance.md). Steps happen in the scenario's order; after
 each the run waits until the group is *quiet* (no JoinGroup / SyncGroup for a while, every member's
 request answered) and, for steps whose effect is a timeout, until that timeout has passed. Timeouts
-are the scenario's divided by :data:`TIME_SCALE` (a 6 s session becomes 1.5 s), so that a rebalance on
-the mock takes a fraction of a second; generated scenarios space their steps far enough apart that
-the model, too, settles between steps.
+are the scenario's divided by :data:`TIME_SCALE` (a 6 s session becomes 1.5 s, at least
+:data:`MIN_SESSION_MS`), so that a rebalance on the mock takes a fraction of a second; generated
+scenarios space their steps far enough apart that the model, too, settles between steps. A stall's or
+a freeze's length is mapped so that it falls on the same side of the session and poll timeouts as in
+the scenario, with margins the mock needs (:meth:`RealRun.scaled`).
 
-**What a step does** (``freeze`` is not a scenario step: SIGSTOP / SIGCONT are offered by
-:class:`~conformance.drivers.process.ConsumerProcess` for a stall past the session timeout, which the
-scenario format cannot express yet):
+**What a step does:**
 
 | step | real |
 |---|---|
@@ -26,6 +26,7 @@ scenario format cannot express yet):
 | restart | SIGKILL if running, then start again with the same configuration and latest topics |
 | leave | SIGTERM: the driver closes the consumer (LeaveGroup) |
 | stall | the driver stops polling for ``for_ms`` (scaled); its heartbeat goes on |
+| freeze | SIGSTOP the whole process (heartbeat thread included), SIGCONT ``for_ms`` (scaled) later |
 | subscribe | the driver calls subscribe(topics) |
 | add_partitions | a new topic: created on the mock; more partitions for an existing one: unsupported on the mock |
 | produce | a producer appends records (``every_ms``: only the first batch; later firings are unsupported) |
@@ -63,6 +64,14 @@ SETTLE_DEADLINE_S = 25.0
 # A client that has not exited this long after SIGTERM (a clean close) is hung: it is killed and the
 # run is an error, never a divergence (the comparison would blame the client for the harness's kill).
 STOP_DEADLINE_S = 10.0
+# The mock expires members on a once-a-second sweep (rdkafka_mock_cgrp.c, the session timer), so a
+# real member is surely expired only a heartbeat plus a second after its session: a freeze past the
+# session lasts session + FREEZE_PAST_MS at least, and ends FREEZE_BEFORE_POLL_MS before max.poll
+# (FREEZE_ROOM_MS between the two); one within the session ends SESSION_MARGIN_MS before it.
+FREEZE_PAST_MS = 1300
+FREEZE_BEFORE_POLL_MS = 300
+FREEZE_ROOM_MS = 2000
+SESSION_MARGIN_MS = 700
 
 # What each client offers on the classic protocol (its own assignor classes; checked in
 # tests/conformance/test_real_run.py against the installed libraries).
@@ -192,7 +201,10 @@ class RealRun:
         self.heartbeat_ms = max(min(int(config.get("heartbeat_interval_ms", 3000)) // TIME_SCALE,
                                     self.session_ms // 15), 50)
         max_poll = config.get("max_poll_interval_ms", config.get("rebalance_timeout_ms", 300000))
-        self.max_poll_ms = max(int(max_poll) // TIME_SCALE, self.session_ms)
+        self.model_session_ms = int(config.get("session_timeout_ms", 45000))
+        self.model_max_poll_ms = int(max_poll)
+        # Room between the two timeouts for a freeze past the session but not past max.poll (scaled).
+        self.max_poll_ms = max(int(max_poll) // TIME_SCALE, self.session_ms + FREEZE_ROOM_MS)
         self.initial_delay_ms = int(config.get("initial_rebalance_delay_ms", 3000)) // TIME_SCALE
         self.commit = commit_policy(doc) or "sync"
         self.topics: dict[str, int] = dict(doc["topics"])
@@ -280,6 +292,20 @@ class RealRun:
     def _now(self) -> int:
         return time.time_ns() // 1_000_000
 
+    def scaled(self, model_ms: int) -> int:
+        """A stall's or freeze's length in real ms: on the same side of the session and max.poll
+        timeouts as ``model_ms`` is in the scenario (within the session; past it but within max.poll;
+        past max.poll), each band mapped linearly with the margins above."""
+        session, max_poll = self.model_session_ms, self.model_max_poll_ms
+        if max_poll <= session:
+            return max(model_ms // TIME_SCALE, 1)
+        if model_ms < session:
+            return max(model_ms * (self.session_ms - SESSION_MARGIN_MS) // session, 1)
+        if model_ms <= max_poll:
+            room = self.max_poll_ms - self.session_ms - FREEZE_PAST_MS - FREEZE_BEFORE_POLL_MS
+            return self.session_ms + FREEZE_PAST_MS + (model_ms - session) * room // (max_poll - session)
+        return self.max_poll_ms + 1000 + (model_ms - max_poll) // TIME_SCALE
+
     @contextlib.contextmanager
     def _phase(self, name: str) -> Iterator[None]:
         t0 = time.monotonic()
@@ -301,8 +327,11 @@ class RealRun:
     def run(self) -> RealRunResult:
         try:
             for i, step in enumerate(self.doc["steps"]):
-                extra = {"past_max_poll": True} if step["do"] == "stall" and \
-                    int(step["for_ms"]) // TIME_SCALE > self.max_poll_ms else {}
+                extra: dict[str, Any] = {}
+                if step["do"] == "stall" and int(step["for_ms"]) > self.model_max_poll_ms:
+                    extra["past_max_poll"] = True
+                if step["do"] == "freeze" and int(step["for_ms"]) > self.model_session_ms:
+                    extra["past_session"] = True
                 self._note(step["do"], index=i, **{k: v for k, v in step.items() if k not in ("do", "at")}, **extra)
                 since = self._now()
                 with self._phase("step"):
@@ -312,8 +341,11 @@ class RealRun:
                         self._joined(step["member"])
                 self._settle(wait_ms, since, step["do"])
             self._note("end")
-            with self._phase("stop"):  # every member closes at once (SIGTERM to all, then each awaited)
-                self._fleet.shutdown(graceful=True)
+            with self._phase("stop"):
+                # One member after another, as before: closing all at once once left an aiokafka
+                # member silent and unstoppable for 10 s (not understood; see docs/benchmarks.md).
+                for proc in list(self._fleet.live()):
+                    proc.stop(STOP_DEADLINE_S)
             hung = [p.member for p in self._fleet if p.hung]
             if hung:
                 self.result.error = (f"client process(es) {', '.join(hung)} did not exit within {STOP_DEADLINE_S:.0f} s "
@@ -345,8 +377,16 @@ class RealRun:
         if do == "leave":
             self.processes[member].stop(STOP_DEADLINE_S)
             return 0
+        if do == "freeze":
+            proc = self.processes[member]
+            proc.freeze()
+            try:
+                self._sleep(self.scaled(int(step["for_ms"])) / 1000)
+            finally:
+                proc.thaw()
+            return 300
         if do == "stall":
-            for_ms = max(int(step["for_ms"]) // TIME_SCALE, 1)
+            for_ms = self.scaled(int(step["for_ms"]))
             proc = self.processes[member]
             if self.clients[member] == JAVA:  # ConsumerDriver.java stalls while <events>.stall exists
                 stall = Path(f"{proc.config.events_path}.stall")
