@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance import campaign
+from conformance import campaign, strategies
 
 CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka"]
 
@@ -74,8 +74,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", default="1,2,6", help="comma-separated worker counts, the first is the peer")
     parser.add_argument("--cold", action="store_true", help="also run the largest worker count without the warm pool")
     parser.add_argument("--keep", type=Path, default=None, help="keep the campaigns' run directories here")
+    parser.add_argument("--without", default="", help="comma-separated events not drawn (e.g. freeze: the "
+                        "campaign drawn before freezes existed, for a comparison with earlier numbers)")
     args = parser.parse_args(argv)
-    plan = campaign.plan(args.seed, args.examples, ["range"], [CLIENTS])
+    events = tuple(e for e in strategies.EVENTS if e not in args.without.split(","))
+    plan = campaign.plan(args.seed, args.examples, ["range"], [CLIENTS], events)
     counts = [int(w) for w in args.workers.split(",") if w]
     rows = [measure(plan, w, keep=args.keep) for w in counts]
     if args.cold:

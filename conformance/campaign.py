@@ -203,11 +203,12 @@ class Plan:
     runs: list[tuple[int, dict[str, Any], list[str]]]
 
 
-def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequence[Sequence[str]]) -> Plan:
-    """``examples`` scenarios per (strategy, client set), drawn with ``seed``."""
+def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequence[Sequence[str]],
+         events: tuple[str, ...] = strategies.EVENTS) -> Plan:
+    """``examples`` scenarios per (strategy, client set), drawn with ``seed`` from ``events``."""
     runs: list[tuple[int, dict[str, Any], list[str]]] = []
     for strategy in strategies_:
-        docs = strategies.draw(seed, examples, strategy)
+        docs = strategies.draw(seed, examples, strategy, events)
         for clients in client_sets:
             for doc in docs:
                 runs.append((len(runs), doc, list(clients)))

@@ -129,7 +129,7 @@ def kind(doc: dict[str, Any]) -> str:
     return "joins-only"
 
 
-def draw(seed_value: int, n: int, strategy: str | None = None) -> list[dict[str, Any]]:
+def draw(seed_value: int, n: int, strategy: str | None = None, events: tuple[str, ...] = EVENTS) -> list[dict[str, Any]]:
     """``n`` scenario documents drawn from :func:`scenarios` under ``seed_value`` (reproducible).
 
     Hypothesis's first examples are its simplest, so a small campaign would be mostly joins and a
@@ -141,7 +141,7 @@ def draw(seed_value: int, n: int, strategy: str | None = None) -> list[dict[str,
     @settings(max_examples=max(n * 10, 40), database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @seed(seed_value)
-    @given(scenarios(strategy))
+    @given(scenarios(strategy, events))
     def collect(doc: dict[str, Any]) -> None:
         if doc not in pool:
             pool.append(doc)
