@@ -172,13 +172,19 @@ class ConsumerProcess:
         config.events_path.write_text("")
         argv = config.argv()
         self._log: IO[bytes] = open(config.log_path, "wb")  # noqa: SIM115 (closed in _reap)
-        self.warm = warm is not None
+        self.warm = False
         if warm is not None:
             # A process of the WarmPool: it has imported its driver; the go makes it that driver.
             assert warm.stdin is not None
             go = {"argv": argv[argv.index("-m") + 2:], "log": str(config.log_path)}
-            warm.stdin.write((json.dumps(go) + "\n").encode())
-            warm.stdin.close()
+            try:
+                warm.stdin.write((json.dumps(go) + "\n").encode())
+                warm.stdin.close()
+                self.warm = True
+            except BrokenPipeError:  # it died since the pool looked: start cold instead
+                warm.wait()
+        if self.warm:
+            assert warm is not None
             self.proc = warm
         else:
             self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
