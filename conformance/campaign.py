@@ -23,15 +23,17 @@ from __future__ import annotations
 import json
 import shlex
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conformance import compare as cmp
 from conformance import strategies
-from conformance.real_run import CLIENT_ASSIGNORS, RealRun, member_clients, unsupported
+from conformance.drivers.process import WarmPool
+from conformance.real_run import CLIENT_ASSIGNORS, Cancelled, RealRun, member_clients, unsupported
 
 VERDICTS = ("pass", "divergence", "unsupported", "error")
 
@@ -74,12 +76,14 @@ class RunRecord:
     error: str | None = None
     seconds: float = 0.0
     out_dir: str = ""
+    phases: dict[str, float] = field(default_factory=dict)  # where the wall time went, seconds
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "client": ",".join(self.clients), "client_version": self.client_version,
                 "strategy": self.strategy, "kind": self.kind, "scenario": self.scenario, "members": self.members,
                 "verdict": self.verdict, "replay": self.replay, "reasons": self.reasons,
-                "comparison": self.comparison, "error": self.error, "seconds": self.seconds, "dir": self.out_dir}
+                "comparison": self.comparison, "error": self.error, "seconds": self.seconds, "dir": self.out_dir,
+                "phases": self.phases}
 
 
 def model_run(doc: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, str], tuple[str, ...], list[str]]:
@@ -112,8 +116,12 @@ def replay_command(scenario_path: Path, clients: Sequence[str], cluster: str) ->
 
 
 def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, *, index: int = 0,
-                 cluster: str = "mock", versions: Mapping[str, str] | None = None) -> RunRecord:
-    """Run one scenario with real clients and the model, compare, and write the run's directory."""
+                 cluster: str = "mock", versions: Mapping[str, str] | None = None, pool: WarmPool | None = None,
+                 cancel: threading.Event | None = None) -> RunRecord:
+    """Run one scenario with real clients and the model, compare, and write the run's directory.
+
+    ``pool``: driver processes started ahead of time; ``cancel``: set when the campaign is interrupted
+    (the real run then raises :class:`conformance.real_run.Cancelled` after killing its processes)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     scenario_path = out_dir / "scenario.json"
     scenario_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -128,18 +136,35 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     if reasons:
         record.verdict, record.reasons = "unsupported", reasons
         return _written(record, out_dir)
+    # The model's run goes on in a thread while the real clients run (they mostly wait on timers).
+    model_out: list[Any] = []
+
+    def run_model() -> None:
+        t0 = time.monotonic()
+        try:
+            model_out.append(model_run(doc, out_dir))
+        except Exception as exc:
+            model_out.append(exc)
+        record.phases["model"] = round(time.monotonic() - t0, 3)
+
+    model_thread = threading.Thread(target=run_model, name=f"groupspec-model-{index}", daemon=True)
+    model_thread.start()
     try:
-        model_failed, model_checked, skipped = model_run(doc, out_dir)
-    except Exception as exc:
-        record.verdict, record.error = "error", f"the model could not run the scenario: {type(exc).__name__}: {exc}"
-        return _written(record, out_dir)
-    try:
-        with RealRun(doc, members, out_dir, cluster=cluster) as run:
+        with RealRun(doc, members, out_dir, cluster=cluster, pool=pool, cancel=cancel) as run:
             result = run.run()
     except Exception as exc:
         record.verdict, record.error = "error", f"{type(exc).__name__}: {exc}"
         return _written(record, out_dir)
+    finally:
+        model_thread.join()
+    if isinstance(model_out[0], Exception):
+        exc = model_out[0]
+        record.verdict, record.error = "error", f"the model could not run the scenario: {type(exc).__name__}: {exc}"
+        return _written(record, out_dir)
+    model_failed, model_checked, skipped = model_out[0]
     record.seconds = result.seconds
+    record.phases.update(result.phases)
+    t0 = time.monotonic()
     if result.error is not None:
         record.verdict, record.error = "error", result.error
         return _written(record, out_dir)
@@ -162,6 +187,7 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison)
     record.comparison = comparison.to_json()
     record.verdict = "divergence" if comparison.differences else "pass"
+    record.phases["compare"] = round(time.monotonic() - t0, 3)
     return _written(record, out_dir)
 
 
@@ -177,37 +203,86 @@ class Plan:
     runs: list[tuple[int, dict[str, Any], list[str]]]
 
 
-def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequence[Sequence[str]]) -> Plan:
-    """``examples`` scenarios per (strategy, client set), drawn with ``seed``."""
+def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequence[Sequence[str]],
+         events: tuple[str, ...] = strategies.EVENTS) -> Plan:
+    """``examples`` scenarios per (strategy, client set), drawn with ``seed`` from ``events``."""
     runs: list[tuple[int, dict[str, Any], list[str]]] = []
     for strategy in strategies_:
-        docs = strategies.draw(seed, examples, strategy)
+        docs = strategies.draw(seed, examples, strategy, events)
         for clients in client_sets:
             for doc in docs:
                 runs.append((len(runs), doc, list(clients)))
     return Plan(runs)
 
 
-def campaign(p: Plan, out: Path, *, workers: int = 2, cluster: str = "mock",
-             progress: Callable[[int, int, RunRecord], None] | None = None) -> list[RunRecord]:
-    """Run every scenario of the plan, ``workers`` at a time; ``progress(done, total, record)``."""
+class CampaignInterrupted(Exception):
+    """Ctrl-C during a campaign: the runs in progress were stopped and their processes killed;
+    ``records`` are the runs that finished, ``total`` how many the plan had."""
+
+    def __init__(self, records: list[RunRecord], total: int) -> None:
+        super().__init__(f"interrupted after {len(records)} of {total} runs")
+        self.records = records
+        self.total = total
+
+
+def campaign(p: Plan, out: Path, *, workers: int | None = None, cluster: str = "mock",
+             progress: Callable[[int, int, RunRecord], None] | None = None, warm: bool = True) -> list[RunRecord]:
+    """Run every scenario of the plan, ``workers`` at a time; ``progress(done, total, record)``.
+
+    Runs on the mock mostly wait on its timers (docs/benchmarks.md: about a CPU second per
+    scenario of ten wall seconds), so more workers than cores pay: the default is 6 there, 1 with
+    ``cluster="kafka"`` (a broker per run). ``warm``: Python drivers come from a :class:`WarmPool` (imported ahead of time). On Ctrl-C
+    (KeyboardInterrupt in the calling thread) every run in progress is cancelled, its processes
+    killed at once, and :class:`CampaignInterrupted` carries the runs that finished."""
+    if workers is None:  # the mock: runs wait on its timers; kafka: one broker (a JVM) at a time
+        workers = 6 if cluster == "mock" else 1
     versions = client_versions()
     records: list[RunRecord] = []
     lock = threading.Lock()
+    cancel = threading.Event()
+    # Import the model once here: the first runs would otherwise import it side by side, each
+    # holding the import lock and the GIL (seconds per run on a loaded machine).
+    import model.invariants.protocol
+    import model.scenario
+    import model.system_run  # noqa: F401
 
-    def one(item: tuple[int, dict[str, Any], list[str]]) -> RunRecord:
+    def one(item: tuple[int, dict[str, Any], list[str]], pool: WarmPool | None) -> RunRecord | None:
         index, doc, clients = item
+        if cancel.is_set():
+            return None
         strategy = "-".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", [])}))
         name = f"{index:03d}-{strategy}-{'+'.join(clients)}"
-        record = run_scenario(doc, clients, out / "runs" / name, index=index, cluster=cluster, versions=versions)
+        try:
+            record = run_scenario(doc, clients, out / "runs" / name, index=index, cluster=cluster, versions=versions,
+                                  pool=pool, cancel=cancel)
+        except Cancelled:
+            return None
         with lock:
             records.append(record)
             if progress is not None:
                 progress(len(records), len(p.runs), record)
         return record
 
-    with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
-        list(pool.map(one, p.runs))
+    spares = min(max(workers, 1), 6)
+    with WarmPool(spares=spares if warm else 0) as pool, ThreadPoolExecutor(max_workers=max(workers, 1)) as executor:
+        if warm:
+            pool.prime([c for _, _, clients in p.runs for c in clients])
+        futures: list[Future[RunRecord | None]] = [executor.submit(one, item, pool if warm else None)
+                                                   for item in p.runs]
+        try:
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            cancel.set()
+            for f in futures:
+                f.cancel()
+            executor.shutdown(wait=True)
+            with lock:
+                done = sorted(records, key=lambda r: r.index)
+            raise CampaignInterrupted(done, len(p.runs)) from None
+        for f in futures:
+            f.result()  # an unexpected error in a worker is not swallowed
     return sorted(records, key=lambda r: r.index)
 
 
@@ -227,8 +302,6 @@ def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]]
     # Said once in every report: what no run here exercises, and why.
     reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): the mock serves it, but the model has no "
                        "consumer protocol yet, so there is nothing to compare it with; not run", [])
-    reasons.setdefault("a whole-process freeze past session.timeout.ms (SIGSTOP / SIGCONT): the scenario format "
-                       "has no step for it, so the model cannot say what should happen; not generated", [])
     counts = {v: sum(1 for r in records if r.verdict == v) for v in VERDICTS}
     return {"tool": "groupspec conform", "cluster": cluster, "seed": seed, "versions": dict(versions),
             "counts": counts, "runs": [r.to_json() for r in records], "matrix": matrix,
@@ -237,5 +310,5 @@ def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]]
             "findings": list(findings)}
 
 
-__all__ = ["Plan", "RunRecord", "VERDICTS", "campaign", "client_versions", "document", "model_run", "plan",
+__all__ = ["CampaignInterrupted", "Plan", "RunRecord", "VERDICTS", "campaign", "client_versions", "document", "model_run", "plan",
            "replay_command", "run_scenario"]

@@ -319,17 +319,19 @@ def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[
     answers = [m for m in wire if m["kind"] == "response" and m["api"] == "JoinGroup" and m.get("error") == "NONE"]
     raced = [m for m in wire if m["kind"] == "response" and m["api"] == "SyncGroup"
              and m.get("error") == "REBALANCE_IN_PROGRESS"]
-    marks = [e for e in timeline if e["step"] in ("join", "leave", "crash", "restart", "subscribe", "stall",
+    marks = [e for e in timeline if e["step"] in ("join", "leave", "crash", "restart", "subscribe", "stall", "freeze",
                                                   "add_partitions", "move_coordinator", "fail_coordinator", "end")]
     for step, nxt in zip(marks, marks[1:], strict=False):
         lo, hi = int(step["timestamp"]), int(nxt["timestamp"])
         generations = {int(m["generation"]) for m in answers if lo <= m["timestamp"] < hi}
         extra = len({m["conn"] for m in raced if lo <= m["timestamp"] < hi})
         # Membership changes the step makes in the model: a restart is a removal (session expiry) and a
-        # join; a stall past max.poll.interval.ms a leave and, when it polls again, a join.
-        changes = 2 if step["step"] == "restart" or (step["step"] == "stall" and step.get("past_max_poll")) else 1
+        # join; a stall past max.poll.interval.ms a leave and, when it polls again, a join; a freeze past the
+        # session an expiry and, at the thaw, a join.
+        changes = 2 if step["step"] == "restart" or (step["step"] == "stall" and step.get("past_max_poll")) \
+            or (step["step"] == "freeze" and step.get("past_session")) else 1
         bound = (2 if cooperative else 1) * changes + min(extra, 1)
-        if step["step"] in ("crash", "restart") and not generations:
+        if step["step"] in ("crash", "restart", "freeze") and not generations:
             continue
         if len(generations) > bound:
             result.differences.append(Difference(

@@ -11,13 +11,13 @@ members in the order they first join, so (scenario, clients) names a run and rep
 protocol determines, not timing (docs/conformance.md). Steps happen in the scenario's order; after
 each the run waits until the group is *quiet* (no JoinGroup / SyncGroup for a while, every member's
 request answered) and, for steps whose effect is a timeout, until that timeout has passed. Timeouts
-are the scenario's divided by :data:`TIME_SCALE` (a 6 s session becomes 1.5 s), so that a rebalance on
-the mock takes a fraction of a second; generated scenarios space their steps far enough apart that
-the model, too, settles between steps.
+are the scenario's divided by :data:`TIME_SCALE` (a 6 s session becomes 1.5 s, at least
+:data:`MIN_SESSION_MS`), so that a rebalance on the mock takes a fraction of a second; generated
+scenarios space their steps far enough apart that the model, too, settles between steps. A stall's or
+a freeze's length is mapped so that it falls on the same side of the session and poll timeouts as in
+the scenario, with margins the mock needs (:meth:`RealRun.scaled`).
 
-**What a step does** (``freeze`` is not a scenario step: SIGSTOP / SIGCONT are offered by
-:class:`~conformance.drivers.process.ConsumerProcess` for a stall past the session timeout, which the
-scenario format cannot express yet):
+**What a step does:**
 
 | step | real |
 |---|---|
@@ -26,6 +26,7 @@ scenario format cannot express yet):
 | restart | SIGKILL if running, then start again with the same configuration and latest topics |
 | leave | SIGTERM: the driver closes the consumer (LeaveGroup) |
 | stall | the driver stops polling for ``for_ms`` (scaled); its heartbeat goes on |
+| freeze | SIGSTOP the whole process (heartbeat thread included), SIGCONT ``for_ms`` (scaled) later |
 | subscribe | the driver calls subscribe(topics) |
 | add_partitions | a new topic: created on the mock; more partitions for an existing one: unsupported on the mock |
 | produce | a producer appends records (``every_ms``: only the first batch; later firings are unsupported) |
@@ -45,13 +46,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, read_events
+from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, WarmPool, read_events
 from conformance.mock_cluster import MockCluster
 from conformance.proxy import SyncGroupProxy, proxied
 
@@ -59,6 +61,17 @@ TIME_SCALE = 4
 MIN_SESSION_MS = 2000
 QUIET_MS = 600  # no JoinGroup / SyncGroup for this long (real ms): the group has settled
 SETTLE_DEADLINE_S = 25.0
+# A client that has not exited this long after SIGTERM (a clean close) is hung: it is killed and the
+# run is an error, never a divergence (the comparison would blame the client for the harness's kill).
+STOP_DEADLINE_S = 10.0
+# The mock expires members on a once-a-second sweep (rdkafka_mock_cgrp.c, the session timer), so a
+# real member is surely expired only a heartbeat plus a second after its session: a freeze past the
+# session lasts session + FREEZE_PAST_MS at least, and ends FREEZE_BEFORE_POLL_MS before max.poll
+# (FREEZE_ROOM_MS between the two); one within the session ends SESSION_MARGIN_MS before it.
+FREEZE_PAST_MS = 1300
+FREEZE_BEFORE_POLL_MS = 300
+FREEZE_ROOM_MS = 2000
+SESSION_MARGIN_MS = 700
 
 # What each client offers on the classic protocol (its own assignor classes; checked in
 # tests/conformance/test_real_run.py against the installed libraries).
@@ -148,14 +161,28 @@ class RealRunResult:
     failed_starts: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    # Where the wall time went (seconds): setup, start (a member's process until its first JoinGroup),
+    # step (what a step itself takes: a stall, an outage, a clean close), wait (a timeout the step's
+    # effect needs), settle (until the group is quiet), stop (closing the members at the end), teardown.
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def add_phase(self, name: str, seconds: float) -> None:
+        self.phases[name] = round(self.phases.get(name, 0.0) + seconds, 3)
+
+
+class Cancelled(BaseException):
+    """The campaign was interrupted (Ctrl-C): the run stops where it is and its processes are killed.
+    A BaseException so that no ``except Exception`` on the way turns it into a run's error."""
 
 
 class RealRun:
     """Run ``doc`` with ``clients`` (member -> client) into ``out_dir``; ``with RealRun(...) as r: r.run()``."""
 
     def __init__(self, doc: Mapping[str, Any], clients: Mapping[str, str], out_dir: Path,
-                 settle_deadline_s: float = SETTLE_DEADLINE_S, cluster: str = "mock") -> None:
+                 settle_deadline_s: float = SETTLE_DEADLINE_S, cluster: str = "mock",
+                 pool: WarmPool | None = None, cancel: threading.Event | None = None) -> None:
         self.doc = doc
+        self.cancel = cancel or threading.Event()
         self.cluster_kind = cluster
         self.broker: Any = None  # conformance.kafka.KafkaBroker with --cluster kafka
         self.clients = dict(clients)
@@ -174,7 +201,10 @@ class RealRun:
         self.heartbeat_ms = max(min(int(config.get("heartbeat_interval_ms", 3000)) // TIME_SCALE,
                                     self.session_ms // 15), 50)
         max_poll = config.get("max_poll_interval_ms", config.get("rebalance_timeout_ms", 300000))
-        self.max_poll_ms = max(int(max_poll) // TIME_SCALE, self.session_ms)
+        self.model_session_ms = int(config.get("session_timeout_ms", 45000))
+        self.model_max_poll_ms = int(max_poll)
+        # Room between the two timeouts for a freeze past the session but not past max.poll (scaled).
+        self.max_poll_ms = max(int(max_poll) // TIME_SCALE, self.session_ms + FREEZE_ROOM_MS)
         self.initial_delay_ms = int(config.get("initial_rebalance_delay_ms", 3000)) // TIME_SCALE
         self.commit = commit_policy(doc) or "sync"
         self.topics: dict[str, int] = dict(doc["topics"])
@@ -188,7 +218,7 @@ class RealRun:
         self.proxy: SyncGroupProxy | None = None
         self.bootstrap = ""
         self._stack = contextlib.ExitStack()
-        self._fleet = Fleet(stop_timeout_s=10.0)
+        self._fleet = Fleet(stop_timeout_s=STOP_DEADLINE_S, pool=pool)
         self._producer: Any = None
         self._start = time.monotonic()
 
@@ -196,6 +226,10 @@ class RealRun:
 
     def __enter__(self) -> RealRun:
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        with self._phase("setup"):
+            return self._enter()
+
+    def _enter(self) -> RealRun:
         if self.cluster_kind == "kafka":
             try:
                 self._enter_kafka()
@@ -241,12 +275,15 @@ class RealRun:
         self._stack.enter_context(self._fleet)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        t0 = time.monotonic()
         try:
-            if self._producer is not None:
+            if self._producer is not None and exc is None:
                 self._producer.flush(5)
-                self._producer = None
+            self._producer = None
         finally:
+            # On an exception (Ctrl-C included) the fleet kills its processes at once (Fleet.__exit__).
             self._stack.__exit__(exc_type, exc, tb)
+            self.result.add_phase("teardown", time.monotonic() - t0)
             if self.proxy is not None:
                 self.result.wire = list(self.proxy.messages)
             self.result.seconds = round(time.monotonic() - self._start, 2)
@@ -254,6 +291,33 @@ class RealRun:
 
     def _now(self) -> int:
         return time.time_ns() // 1_000_000
+
+    def scaled(self, model_ms: int) -> int:
+        """A stall's or freeze's length in real ms: on the same side of the session and max.poll
+        timeouts as ``model_ms`` is in the scenario (within the session; past it but within max.poll;
+        past max.poll), each band mapped linearly with the margins above."""
+        session, max_poll = self.model_session_ms, self.model_max_poll_ms
+        if max_poll <= session:
+            return max(model_ms // TIME_SCALE, 1)
+        if model_ms < session:
+            return max(model_ms * (self.session_ms - SESSION_MARGIN_MS) // session, 1)
+        if model_ms <= max_poll:
+            room = self.max_poll_ms - self.session_ms - FREEZE_PAST_MS - FREEZE_BEFORE_POLL_MS
+            return self.session_ms + FREEZE_PAST_MS + (model_ms - session) * room // (max_poll - session)
+        return self.max_poll_ms + 1000 + (model_ms - max_poll) // TIME_SCALE
+
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.result.add_phase(name, time.monotonic() - t0)
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep, or raise :class:`Cancelled` at once when the campaign is interrupted."""
+        if self.cancel.wait(max(seconds, 0.0)):
+            raise Cancelled()
 
     def _note(self, step: str, **fields: Any) -> None:
         self.result.timeline.append({"timestamp": self._now(), "step": step, **fields})
@@ -263,17 +327,29 @@ class RealRun:
     def run(self) -> RealRunResult:
         try:
             for i, step in enumerate(self.doc["steps"]):
-                extra = {"past_max_poll": True} if step["do"] == "stall" and \
-                    int(step["for_ms"]) // TIME_SCALE > self.max_poll_ms else {}
+                extra: dict[str, Any] = {}
+                if step["do"] == "stall" and int(step["for_ms"]) > self.model_max_poll_ms:
+                    extra["past_max_poll"] = True
+                if step["do"] == "freeze" and int(step["for_ms"]) > self.model_session_ms:
+                    extra["past_session"] = True
                 self._note(step["do"], index=i, **{k: v for k, v in step.items() if k not in ("do", "at")}, **extra)
                 since = self._now()
-                wait_ms = self._apply(step)
+                with self._phase("step"):
+                    wait_ms = self._apply(step)
                 if step["do"] in ("join", "restart"):
-                    self._joined(step["member"])
-                self._settle(wait_ms, since)
+                    with self._phase("start"):
+                        self._joined(step["member"])
+                self._settle(wait_ms, since, step["do"])
             self._note("end")
-            for proc in list(self._fleet.live()):
-                proc.stop(10.0)
+            with self._phase("stop"):
+                # One member after another, as before: closing all at once once left an aiokafka
+                # member silent and unstoppable for 10 s (not understood; see docs/benchmarks.md).
+                for proc in list(self._fleet.live()):
+                    proc.stop(STOP_DEADLINE_S)
+            hung = [p.member for p in self._fleet if p.hung]
+            if hung:
+                self.result.error = (f"client process(es) {', '.join(hung)} did not exit within {STOP_DEADLINE_S:.0f} s "
+                                     "of SIGTERM (a clean close) and were killed: a hung client")
         except Exception as exc:  # the fleet, proxy and cluster are still stopped by __exit__
             self.result.error = f"{type(exc).__name__}: {exc}"
         # The members' own traces only (the directory also holds group-wire.jsonl and the model's trace).
@@ -299,15 +375,23 @@ class RealRun:
             self._start_member(member)
             return self.session_ms + 1200
         if do == "leave":
-            self.processes[member].stop(10.0)
+            self.processes[member].stop(STOP_DEADLINE_S)
             return 0
+        if do == "freeze":
+            proc = self.processes[member]
+            proc.freeze()
+            try:
+                self._sleep(self.scaled(int(step["for_ms"])) / 1000)
+            finally:
+                proc.thaw()
+            return 300
         if do == "stall":
-            for_ms = max(int(step["for_ms"]) // TIME_SCALE, 1)
+            for_ms = self.scaled(int(step["for_ms"]))
             proc = self.processes[member]
             if self.clients[member] == JAVA:  # ConsumerDriver.java stalls while <events>.stall exists
                 stall = Path(f"{proc.config.events_path}.stall")
                 stall.touch()
-                time.sleep(for_ms / 1000)
+                self._sleep(for_ms / 1000)
                 stall.unlink(missing_ok=True)
                 return 300
             proc.command({"stall_ms": for_ms})
@@ -343,7 +427,7 @@ class RealRun:
             # from the group coordinator"), which the scenario (for_ms below the session) does not ask for.
             down_ms = min(max(int(step["for_ms"]) // TIME_SCALE, 1), self.session_ms // 3)
             self.cluster.set_broker_down(self.coordinator)
-            time.sleep(down_ms / 1000)
+            self._sleep(down_ms / 1000)
             self.cluster.set_broker_up(self.coordinator)
             return 500
         raise ValueError(f"unknown step {do!r}")
@@ -390,28 +474,44 @@ class RealRun:
                 return
             if not self.processes[member].alive:
                 return
-            time.sleep(0.05)
+            self._sleep(0.05)
         self._note("join_timeout", member=name)
+        raise RuntimeError(f"client {name} ({self.clients[member]}) hung: its process runs but sent no JoinGroup "
+                           f"within {self.settle_deadline_s:.0f} s; see {self.processes[member].config.log_path}")
 
-    def _settle(self, wait_ms: int, since: int) -> None:
+    def _settle(self, wait_ms: int, since: int, do: str = "") -> None:
         """Wait ``wait_ms``, then until the group is quiet: no JoinGroup / SyncGroup request for
-        :data:`QUIET_MS` since the step and every one answered; a member that died at start is an error."""
-        if wait_ms:
-            time.sleep(wait_ms / 1000)
-        deadline = time.monotonic() + self.settle_deadline_s
+        :data:`QUIET_MS` since the step and every one answered; a member that died at start is an error.
+
+        After a crash the wait ends early at the first JoinGroup sent since the step: the coordinator
+        has expired the dead member and the survivors are rejoining, which is what the wait was for
+        (only a session expiry makes a rebalance there: nothing else happens between two steps)."""
         assert self.proxy is not None
-        while True:
-            self._check_starts()
-            messages = self.proxy.messages
-            rebalancing = [m for m in messages if m["api"] in ("JoinGroup", "SyncGroup")]
-            last = rebalancing[-1]["timestamp"] if rebalancing else 0
-            open_requests = _unanswered(rebalancing)
-            if not open_requests and self._now() - max(last, since) >= QUIET_MS:
-                return
-            if time.monotonic() >= deadline:
-                self._note("settle_timeout", open_requests=len(open_requests))
-                return
-            time.sleep(0.05)
+        proxy = self.proxy
+        if wait_ms:
+            with self._phase("wait"):
+                if do == "crash":
+                    deadline_ms = self._now() + wait_ms
+                    while self._now() < deadline_ms and not any(
+                            m["api"] == "JoinGroup" and m["kind"] == "request" and m["timestamp"] >= since
+                            for m in proxy.messages):
+                        self._check_starts()
+                        self._sleep(0.05)
+                else:
+                    self._sleep(wait_ms / 1000)
+        with self._phase("settle"):
+            deadline = time.monotonic() + self.settle_deadline_s
+            while True:
+                self._check_starts()
+                rebalancing = [m for m in proxy.messages if m["api"] in ("JoinGroup", "SyncGroup")]
+                last = rebalancing[-1]["timestamp"] if rebalancing else 0
+                open_requests = _unanswered(rebalancing)
+                if not open_requests and self._now() - max(last, since) >= QUIET_MS:
+                    return
+                if time.monotonic() >= deadline:
+                    self._note("settle_timeout", open_requests=len(open_requests))
+                    return
+                self._sleep(0.05)
 
     def _check_starts(self) -> None:
         for member, proc in self.processes.items():

@@ -3,7 +3,9 @@
 :func:`scenarios` draws a scenario document that ``groupspec simulate`` accepts as it is: a group of
 three or four members joining one after another with one assignor (the *strategy* of the campaign
 cell), then one to four events drawn from clean leaves, crashes (SIGKILL), restarts, stalls (the
-application stops polling; short, or past ``max_poll_interval_ms``), subscription changes, a new
+application stops polling; short, or past ``max_poll_interval_ms``), freezes (the whole process stops,
+SIGSTOP / SIGCONT; within the session, or past ``session_timeout_ms`` but within
+``max_poll_interval_ms``), subscription changes, a new
 topic, records produced, coordinator moves and a failed coordinator broker (down, then up), with a
 commit policy (auto-commit, commitSync after each poll, or none). Which client runs which member is
 not part of the document (:func:`conformance.real_run.member_clients` deals the ``--clients`` list);
@@ -29,7 +31,7 @@ SPACING_MS = 30000
 CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
           "initial_rebalance_delay_ms": 0}
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
-EVENTS = ("leave", "crash", "restart", "stall", "subscribe", "new_topic", "produce", "move_coordinator",
+EVENTS = ("leave", "crash", "restart", "stall", "freeze", "subscribe", "new_topic", "produce", "move_coordinator",
           "fail_coordinator", "rejoin")
 MEMBERS = ("a", "b", "c", "d")
 
@@ -67,7 +69,7 @@ def scenarios(draw: Any, strategy: str | None = None, events: tuple[str, ...] = 
             break
         event = draw(st.sampled_from(choices))
         step: dict[str, Any] = {"at": at, "do": event}
-        if event in ("leave", "crash", "restart", "stall", "subscribe"):
+        if event in ("leave", "crash", "restart", "stall", "freeze", "subscribe"):
             m = draw(st.sampled_from(sorted(running)))
             step["member"] = m
             if event in ("leave", "crash"):
@@ -75,6 +77,9 @@ def scenarios(draw: Any, strategy: str | None = None, events: tuple[str, ...] = 
                 stopped.append(m)
             elif event == "stall":
                 step["for_ms"] = draw(st.sampled_from((3000, 16000)))  # within / past max.poll.interval.ms
+            elif event == "freeze":
+                # Within the session / past it (the member is expired while frozen) but within max.poll.
+                step["for_ms"] = draw(st.sampled_from((3000, 9000)))
             elif event == "subscribe":
                 new = [t for t in sorted(topics) if t not in subs[m]]
                 subs[m] = (subs[m] + new[:1]) if new else ["orders"]
@@ -103,7 +108,7 @@ def scenarios(draw: Any, strategy: str | None = None, events: tuple[str, ...] = 
 
 
 def _possible(event: str, running: list[str], stopped: list[str], topics: dict[str, int]) -> bool:
-    if event in ("leave", "crash", "restart", "stall", "subscribe"):
+    if event in ("leave", "crash", "restart", "stall", "freeze", "subscribe"):
         return bool(running) and (event not in ("leave", "crash") or len(running) > 1)
     if event == "rejoin":
         return bool(stopped)
@@ -116,12 +121,15 @@ def kind(doc: dict[str, Any]) -> str:
     """The kind of a scenario for the report's matrix: its first step that is not a join or produce."""
     for step in doc["steps"]:
         if step["do"] not in ("join", "produce"):
-            return "stall-past-max-poll" if step["do"] == "stall" and step["for_ms"] > \
-                doc["config"].get("max_poll_interval_ms", 300000) else str(step["do"])
+            if step["do"] == "stall" and step["for_ms"] > doc["config"].get("max_poll_interval_ms", 300000):
+                return "stall-past-max-poll"
+            if step["do"] == "freeze" and step["for_ms"] > doc["config"].get("session_timeout_ms", 45000):
+                return "freeze-past-session"
+            return str(step["do"])
     return "joins-only"
 
 
-def draw(seed_value: int, n: int, strategy: str | None = None) -> list[dict[str, Any]]:
+def draw(seed_value: int, n: int, strategy: str | None = None, events: tuple[str, ...] = EVENTS) -> list[dict[str, Any]]:
     """``n`` scenario documents drawn from :func:`scenarios` under ``seed_value`` (reproducible).
 
     Hypothesis's first examples are its simplest, so a small campaign would be mostly joins and a
@@ -133,7 +141,7 @@ def draw(seed_value: int, n: int, strategy: str | None = None) -> list[dict[str,
     @settings(max_examples=max(n * 10, 40), database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
     @seed(seed_value)
-    @given(scenarios(strategy))
+    @given(scenarios(strategy, events))
     def collect(doc: dict[str, Any]) -> None:
         if doc not in pool:
             pool.append(doc)

@@ -1,7 +1,7 @@
 """Scenarios: what happens to a consumer group, and when, as a JSON document (docs/scenarios.md).
 
 A scenario names the topics and their partition counts, the group settings, a list of timed steps
-(members joining, crashing, restarting, stalling, leaving, changing subscription; partitions being
+(members joining, crashing, restarting, stalling, freezing, leaving, changing subscription; partitions being
 added; producers appending records; the coordinator moving or failing) and when the run ends::
 
     {"topics": {"orders": 6},
@@ -37,6 +37,7 @@ from model.system import (
     CoordinatorMoves,
     Fault,
     MemberCrashes,
+    MemberFreezes,
     MemberLeaves,
     MemberRestarts,
     MemberStalls,
@@ -62,6 +63,7 @@ STEP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "crash": (("member",), ()),
     "restart": (("member",), ()),
     "stall": (("member", "for_ms"), ()),
+    "freeze": (("member", "for_ms"), ()),
     "leave": (("member",), ()),
     "subscribe": (("member", "topics"), ()),
     "add_partitions": (("topic", "count"), ()),
@@ -356,5 +358,7 @@ def _step_action(do: str, raw: Mapping[str, Any], where: str, running: set[str],
         return MemberLeaves(name)
     if do == "stall":
         return MemberStalls(name, _int(raw["for_ms"], f"{where}.for_ms", minimum=1))
+    if do == "freeze":
+        return MemberFreezes(name, _int(raw["for_ms"], f"{where}.for_ms", minimum=1))
     assert do == "subscribe"
     return MemberSubscribes(name, _topics(raw["topics"], f"{where}.topics"))

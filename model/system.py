@@ -14,6 +14,7 @@ system actions, which happen by themselves --
 * :class:`MemberPolls` -- a member's application thread calls ``poll()`` and has something to do;
 * :class:`HeartbeatThreadRuns` -- a member's heartbeat thread is due (a heartbeat, a poll timeout);
 * :class:`MemberResumes` -- a stalled application thread comes back;
+* :class:`MemberThaws` -- a frozen process runs again (SIGCONT);
 * :class:`CoordinatorTimerFires` -- a coordinator timer is due (session, join, sync, ...);
 * :class:`ClockAdvances` -- time moves on, to at most the next deadline;
 
@@ -24,7 +25,8 @@ faults and operator actions, which the environment chooses --
 
 * :class:`MemberStarts`, :class:`MemberCrashes`, :class:`MemberRestarts` (same configuration and
   instance id, new incarnation), :class:`MemberLeaves` (``close()``), :class:`MemberStalls`
-  (no ``poll()`` for a while), :class:`MemberSubscribes`, :class:`PartitionsAdded`,
+  (no ``poll()`` for a while), :class:`MemberFreezes` (the whole process stops: SIGSTOP, a VM
+  pause), :class:`MemberSubscribes`, :class:`PartitionsAdded`,
   :class:`RecordsProduced` (producers append to partitions' logs), :class:`CoordinatorMoves`
   (leadership of the group's partition moves to another broker), :class:`CoordinatorFails` (its
   leader dies; no coordinator until a new leader is elected).
@@ -108,6 +110,13 @@ class MemberResumes:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberThaws:
+    """The end of a :class:`MemberFreezes`: the process's threads run again."""
+
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
 class CoordinatorTimerFires:
     pass
 
@@ -159,6 +168,17 @@ class MemberStalls:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberFreezes:
+    """The whole consumer process stops for ``for_ms`` (SIGSTOP, then SIGCONT): no heartbeat, no
+    poll, nothing read from the socket (``model.classic.member.freeze``); unlike
+    :class:`MemberStalls`, which stops only the application thread. A frozen process can still be
+    killed (crash, restart); it cannot leave, subscribe or stall until it thaws."""
+
+    member: str
+    for_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class MemberSubscribes:
     member: str
     topics: tuple[str, ...]
@@ -196,15 +216,15 @@ class CoordinatorFails:
 
 
 SystemAction = (DeliverRequest | DeliverResponse | MemberPolls | HeartbeatThreadRuns | MemberResumes
-                | CoordinatorTimerFires | ClockAdvances | CoordinatorElected)
-Fault = (MemberStarts | MemberCrashes | MemberRestarts | MemberLeaves | MemberStalls | MemberSubscribes
-         | PartitionsAdded | RecordsProduced | CoordinatorMoves | CoordinatorFails)
+                | MemberThaws | CoordinatorTimerFires | ClockAdvances | CoordinatorElected)
+Fault = (MemberStarts | MemberCrashes | MemberRestarts | MemberLeaves | MemberStalls | MemberFreezes
+         | MemberSubscribes | PartitionsAdded | RecordsProduced | CoordinatorMoves | CoordinatorFails)
 Action = SystemAction | Fault
 # The faults that can move the group: every Fault but RecordsProduced, which only grows the log and
 # changes nothing the coordinator or a member's group state sees (the monitor's converges and
 # static-rejoin take these as disturbances; a producer appending every few hundred ms must not be one).
-GROUP_FAULTS = (MemberStarts, MemberCrashes, MemberRestarts, MemberLeaves, MemberStalls, MemberSubscribes,
-                PartitionsAdded, CoordinatorMoves, CoordinatorFails)
+GROUP_FAULTS = (MemberStarts, MemberCrashes, MemberRestarts, MemberLeaves, MemberStalls, MemberFreezes,
+                MemberSubscribes, PartitionsAdded, CoordinatorMoves, CoordinatorFails)
 
 # -- state ---------------------------------------------------------------------------------------
 
@@ -386,6 +406,10 @@ def urgent_actions(state: SystemState) -> list[SystemAction]:
         m = p.member
         if m is None:
             continue
+        if m.frozen_until is not None:  # a frozen process does nothing but thaw
+            if m.frozen_until <= now:
+                actions.append(MemberThaws(m.name))
+            continue
         if m.stalled_until is not None and m.stalled_until <= now:
             actions.append(MemberResumes(m.name))
         if member_polls_now(m, state):
@@ -415,6 +439,8 @@ def next_deadline(state: SystemState) -> int | None:
             deadlines.append(due)
         if m.stalled_until is not None:
             deadlines.append(m.stalled_until)
+        if m.frozen_until is not None:
+            deadlines.append(m.frozen_until)
     return min(deadlines) if deadlines else None
 
 
@@ -525,7 +551,7 @@ def _deliver_response(state: SystemState, a: DeliverResponse, config: SystemConf
 
 def _member_polls(state: SystemState, a: MemberPolls, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
-    if m is None or (not trusted and not member_polls_now(m, state)):
+    if m is None or m.frozen or (not trusted and not member_polls_now(m, state)):
         return None
     m, requests, events = mb.poll(m, state.now, state.metadata, config.mutants, state.log)
     return _with_member(state, m, requests), events
@@ -544,9 +570,16 @@ def _heartbeat_thread_runs(state: SystemState, a: HeartbeatThreadRuns, config: S
 
 def _member_resumes(state: SystemState, a: MemberResumes, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
-    if m is None or m.stalled_until is None or m.stalled_until > state.now:
+    if m is None or m.frozen or m.stalled_until is None or m.stalled_until > state.now:
         return None
     return _put_member(state, mb.resume(m, state.now)), ()
+
+
+def _member_thaws(state: SystemState, a: MemberThaws, config: SystemConfig, trusted: bool = False) -> Result:
+    m = running_member(state, a.member)
+    if m is None or m.frozen_until is None or m.frozen_until > state.now:
+        return None
+    return _put_member(state, mb.thaw(m, state.now)), ()
 
 
 def _coordinator_timer_fires(state: SystemState, a: CoordinatorTimerFires, config: SystemConfig, trusted: bool = False) -> Result:
@@ -616,7 +649,7 @@ def _member_restarts(state: SystemState, a: MemberRestarts, config: SystemConfig
 
 def _member_leaves(state: SystemState, a: MemberLeaves, config: SystemConfig, trusted: bool = False) -> Result:
     p = process(state, a.member)
-    if p is None or p.member is None:
+    if p is None or p.member is None or p.member.frozen:  # close() is a call of the (stopped) application
         return None
     m, requests, committed = mb.close_commit(p.member, state.now)
     if requests:  # maybeAutoCommitOffsetsSync waits for the answer before onLeavePrepare
@@ -661,14 +694,21 @@ def _await_pending(state: SystemState, m: Member, config: SystemConfig) -> tuple
 
 def _member_stalls(state: SystemState, a: MemberStalls, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
-    if m is None or a.for_ms <= 0:
+    if m is None or m.frozen or a.for_ms <= 0:
         return None
     return _put_member(state, mb.stall(m, state.now, a.for_ms)), ()
 
 
+def _member_freezes(state: SystemState, a: MemberFreezes, config: SystemConfig, trusted: bool = False) -> Result:
+    m = running_member(state, a.member)
+    if m is None or a.for_ms <= 0:
+        return None
+    return _put_member(state, mb.freeze(m, state.now, a.for_ms)), ()
+
+
 def _member_subscribes(state: SystemState, a: MemberSubscribes, config: SystemConfig, trusted: bool = False) -> Result:
     m = running_member(state, a.member)
-    if m is None or not a.topics:
+    if m is None or m.frozen or not a.topics:
         return None
     return _put_member(state, mb.subscribe(m, a.topics)), ()
 
@@ -747,6 +787,7 @@ _HANDLERS: dict[type, Callable[[SystemState, Any, SystemConfig, bool], Result]] 
     MemberPolls: _member_polls,
     HeartbeatThreadRuns: _heartbeat_thread_runs,
     MemberResumes: _member_resumes,
+    MemberThaws: _member_thaws,
     CoordinatorTimerFires: _coordinator_timer_fires,
     ClockAdvances: _clock_advances,
     MemberStarts: _member_starts,
@@ -754,6 +795,7 @@ _HANDLERS: dict[type, Callable[[SystemState, Any, SystemConfig, bool], Result]] 
     MemberRestarts: _member_restarts,
     MemberLeaves: _member_leaves,
     MemberStalls: _member_stalls,
+    MemberFreezes: _member_freezes,
     MemberSubscribes: _member_subscribes,
     PartitionsAdded: _partitions_added,
     RecordsProduced: _records_produced,
@@ -780,6 +822,10 @@ def describe(state: SystemState, action: Action) -> str:
         return f"{action.member}'s heartbeat thread runs"
     if isinstance(action, MemberResumes):
         return f"{action.member} resumes polling"
+    if isinstance(action, MemberThaws):
+        return f"{action.member}'s process runs again (SIGCONT)"
+    if isinstance(action, MemberFreezes):
+        return f"{action.member}'s whole process stops for {action.for_ms} ms (SIGSTOP)"
     if isinstance(action, CoordinatorTimerFires):
         return "a coordinator timer fires"
     if isinstance(action, ClockAdvances):

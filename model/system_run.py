@@ -36,7 +36,7 @@ from model.system import Action, SystemConfig, SystemState
 Event = dict[str, Any]
 Observer = Callable[[SystemState, Action, SystemState, tuple[Event, ...]], None]
 
-_LOCAL = (sy.MemberResumes, sy.MemberPolls, sy.HeartbeatThreadRuns)
+_LOCAL = (sy.MemberThaws, sy.MemberResumes, sy.MemberPolls, sy.HeartbeatThreadRuns)
 
 
 @dataclass
@@ -190,6 +190,9 @@ class Scheduler:
         else:
             self._work.discard(name)
         self._polls.put(name, mb.poll_due(m))
+        if m.frozen_until is not None:  # a frozen process does nothing but thaw (its stall ends no earlier)
+            self._local.put(name, m.frozen_until)
+            return
         heartbeat, stall = mb.heartbeat_deadline(m), m.stalled_until
         self._local.put(name, stall if heartbeat is None else heartbeat if stall is None else min(heartbeat, stall))
 
@@ -218,6 +221,8 @@ class Scheduler:
         if work or local or polls:
             name = min(min(names) for names in (work, local, polls) if names)
             m = self._seen[name]
+            if m.frozen_until is not None:
+                return sy.MemberThaws(name)  # only its thaw can be due (_compute)
             if m.stalled_until is not None and m.stalled_until <= now:
                 return sy.MemberResumes(name)
             if name in work or name in polls:
@@ -253,7 +258,7 @@ def touched(action: Action) -> str | None:
     """The one member whose process a system action may change (None: any, as far as the
     scheduler knows). A member's own actions change only its process; the coordinator's and the
     clock's change none, which the scheduler sees without being told."""
-    if isinstance(action, (sy.MemberPolls, sy.HeartbeatThreadRuns, sy.MemberResumes)):
+    if isinstance(action, (sy.MemberPolls, sy.HeartbeatThreadRuns, sy.MemberResumes, sy.MemberThaws)):
         return action.member
     if isinstance(action, sy.DeliverResponse):
         return action.conn.split("#", 1)[0]

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,20 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JAVA_CLIENTS = ("java", "verifiable-consumer")
 
 T = TypeVar("T")
+
+
+def interpreter(client: str) -> list[str]:
+    """How a driver of ``client`` is launched: the Python that runs it (the one place to change for a
+    client in an environment of its own)."""
+    return [sys.executable]
+
+
+def driver_env() -> dict[str, str]:
+    """The environment of every driver process: this project importable, output unbuffered."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
 
 
 class WaitTimeout(AssertionError):
@@ -122,7 +137,7 @@ class DriverConfig:
             module = DRIVER_MODULES[self.client]
         except KeyError:
             raise ValueError(f"unknown client {self.client!r}; known: {sorted(DRIVER_MODULES)}") from None
-        argv = [sys.executable, "-m", module, "--bootstrap", self.bootstrap, "--group", self.group,
+        argv = [*interpreter(self.client), "-m", module, "--bootstrap", self.bootstrap, "--group", self.group,
                 "--member", self.member, "--assignor", self.assignor, "--events", str(self.events_path),
                 "--session-timeout-ms", str(self.session_timeout_ms),
                 "--heartbeat-interval-ms", str(self.heartbeat_interval_ms)]
@@ -151,17 +166,31 @@ class DriverConfig:
 class ConsumerProcess:
     """A started driver process. Only ever signals its own pid."""
 
-    def __init__(self, config: DriverConfig) -> None:
+    def __init__(self, config: DriverConfig, warm: subprocess.Popen[bytes] | None = None) -> None:
         self.config = config
         config.events_path.parent.mkdir(parents=True, exist_ok=True)
         config.events_path.write_text("")
+        argv = config.argv()
         self._log: IO[bytes] = open(config.log_path, "wb")  # noqa: SIM115 (closed in _reap)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        self.proc = subprocess.Popen(config.argv(), stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=str(PROJECT_ROOT), env=env)
+        self.warm = False
+        if warm is not None:
+            # A process of the WarmPool: it has imported its driver; the go makes it that driver.
+            assert warm.stdin is not None
+            go = {"argv": argv[argv.index("-m") + 2:], "log": str(config.log_path)}
+            try:
+                warm.stdin.write((json.dumps(go) + "\n").encode())
+                warm.stdin.close()
+                self.warm = True
+            except BrokenPipeError:  # it died since the pool looked: start cold instead
+                warm.wait()
+        if self.warm:
+            assert warm is not None
+            self.proc = warm
+        else:
+            self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=str(PROJECT_ROOT), env=driver_env())
         self.killed = False
+        self.hung = False  # did not exit within its deadline after SIGTERM, and was killed
 
     @property
     def member(self) -> str:
@@ -207,6 +236,7 @@ class ConsumerProcess:
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
+                self.hung = True
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         self._reap()
@@ -225,12 +255,95 @@ class ConsumerProcess:
             self._log.close()
 
 
-class Fleet:
-    """The consumer processes of one run; ``with Fleet() as fleet`` always ends them all."""
+class WarmPool:
+    """Driver processes started ahead of time (:mod:`conformance.drivers.warm`), ``spares`` per client.
 
-    def __init__(self, stop_timeout_s: float = 15.0) -> None:
+    :meth:`take` hands out an idle process that has imported its driver and starts its replacement,
+    so that a run's join does not wait for Python to import a client library. Java drivers are not
+    pooled (they exec a JVM; the import is not what they wait for). ``with WarmPool() as pool`` ends
+    every idle process (SIGKILL: it has not joined anything) also on an exception; a process handed
+    out belongs to the :class:`Fleet` that took it.
+    """
+
+    def __init__(self, spares: int = 2) -> None:
+        self.spares = spares
+        self._idle: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self.taken = 0
+        self.missed = 0
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @staticmethod
+    def pooled(client: str) -> bool:
+        return client in DRIVER_MODULES and client not in JAVA_CLIENTS
+
+    def _spawn(self, client: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([*interpreter(client), "-m", "conformance.drivers.warm", DRIVER_MODULES[client]],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=str(PROJECT_ROOT), env=driver_env())
+
+    def prime(self, clients: Sequence[str]) -> None:
+        """Start the spares of these clients now (a campaign does it before its first run)."""
+        with self._lock:
+            for client in dict.fromkeys(clients):
+                if not self.pooled(client) or self._closed:
+                    continue
+                idle = self._idle.setdefault(client, [])
+                while len(idle) < self.spares:
+                    idle.append(self._spawn(client))
+
+    def take(self, client: str) -> subprocess.Popen[bytes] | None:
+        """A live idle process for ``client`` (its replacement is started), or None: start cold."""
+        if not self.pooled(client):
+            return None
+        with self._lock:
+            if self._closed:
+                return None
+            idle = self._idle.setdefault(client, [])
+            found = None
+            while idle and found is None:
+                proc = idle.pop(0)
+                if proc.poll() is None:
+                    found = proc
+                else:  # died while idle (its import failed?): a cold start will show why in its log
+                    proc.wait()
+            while len(idle) < self.spares:
+                idle.append(self._spawn(client))
+            if found is None:
+                self.missed += 1
+            else:
+                self.taken += 1
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            procs = [p for idle in self._idle.values() for p in idle]
+            self._idle.clear()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+            if proc.stdin is not None:
+                proc.stdin.close()
+
+
+class Fleet:
+    """The consumer processes of one run; ``with Fleet() as fleet`` always ends them all.
+
+    ``pool``: take Python drivers from this :class:`WarmPool` when it has one ready."""
+
+    def __init__(self, stop_timeout_s: float = 15.0, pool: WarmPool | None = None) -> None:
         self.processes: list[ConsumerProcess] = []
         self.stop_timeout_s = stop_timeout_s
+        self.pool = pool
 
     def __enter__(self) -> Fleet:
         return self
@@ -240,7 +353,7 @@ class Fleet:
         self.shutdown(graceful=exc is None)
 
     def start(self, config: DriverConfig) -> ConsumerProcess:
-        proc = ConsumerProcess(config)
+        proc = ConsumerProcess(config, warm=self.pool.take(config.client) if self.pool is not None else None)
         self.processes.append(proc)
         return proc
 

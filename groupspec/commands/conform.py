@@ -38,7 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", type=int, default=2, help="scenarios per strategy and client set")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario", type=Path, metavar="FILE", help="run this one scenario file")
-    parser.add_argument("--workers", type=int, default=2, help="groups run side by side (default 2)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="groups run side by side (default: 6 on the mock, where runs mostly wait on its "
+                             "timers; 1 on kafka, a broker per run)")
     parser.add_argument("--out", type=Path, default=Path("reports/conform"))
     parser.add_argument("--json", action="store_true", help="print conformance.json to stdout")
 
@@ -73,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--strategies: unknown {bad[0]}; known: {', '.join(strat.STRATEGIES)}")
     if args.examples < 1:
         raise InputError("--examples: must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers: must be at least 1")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.scenario is not None:
         from groupspec.commands.simulate import load_scenario
@@ -87,13 +91,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{done}/{total}] {record.verdict:11s} {','.join(record.clients)} {record.strategy} {record.kind} "
               f"({record.seconds:.1f}s)", file=sys.stderr, flush=True)
 
+    interrupted: campaign.CampaignInterrupted | None = None
     try:
-        records = campaign.campaign(plan, args.out, workers=args.workers, cluster=args.cluster, progress=progress)
-    except KeyboardInterrupt:
-        print("interrupted: every client process and cluster of the runs was stopped", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        workers = args.workers if args.workers is not None else (6 if args.cluster == "mock" else 1)
+        records = campaign.campaign(plan, args.out, workers=workers, cluster=args.cluster, progress=progress)
+    except campaign.CampaignInterrupted as exc:  # Ctrl-C: runs in progress killed; report what finished
+        interrupted, records = exc, exc.records
+    except KeyboardInterrupt:  # before any run started
+        interrupted, records = campaign.CampaignInterrupted([], len(plan.runs)), []
     data = campaign.document(records, findings.load(), seed=None if args.scenario else args.seed,
                              cluster=args.cluster, versions=campaign.client_versions())
+    if interrupted is not None:
+        data["interrupted"] = {"finished": len(records), "planned": interrupted.total}
     try:
         write_report(args.out, "conformance", data, document(data))
     except OSError as exc:
@@ -102,6 +111,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         sys.stdout.write(summary(data))
+    if interrupted is not None:
+        print(f"interrupted: {len(records)} of {interrupted.total} runs finished and are in "
+              f"{args.out / 'conformance.json'}; every client process of the runs in progress was killed",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     if data["counts"]["error"]:
         return EXIT_BAD_INPUT
     return EXIT_VIOLATION if data["counts"]["divergence"] else EXIT_OK

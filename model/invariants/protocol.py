@@ -437,7 +437,8 @@ def membership(state: SystemState) -> frozenset[tuple[str, tuple[str, ...], tupl
 
 # Not producing records (sy.GROUP_FAULTS): with a producer every few hundred ms, the converges count
 # would restart at every append and a pending static-rejoin check would be dropped at the next one.
-_DISTURBING = (*sy.GROUP_FAULTS, sy.MemberResumes)
+# A frozen process thawing is a disturbance as a stalled one resuming is (its timers fire at once).
+_DISTURBING = (*sy.GROUP_FAULTS, sy.MemberResumes, sy.MemberThaws)
 
 
 def _disturbed(before: SystemState, action: Action, after: SystemState, events: tuple[Event, ...]) -> bool:

@@ -108,7 +108,7 @@ def test_report_writes_three_files(capsys: pytest.CaptureFixture[str], tmp_path:
 @pytest.mark.parametrize(("document", "message"), [
     ("{not json", "scenario.json:1: not valid JSON (column 2): Expecting property name enclosed in double quotes"),
     ({"topics": {"t": 1}, "steps": [{"at": 0, "do": "jump", "member": "a"}]},
-     'scenario.json: steps[0]: unknown action "jump"; known: join, crash, restart, stall, leave, subscribe, '
+     'scenario.json: steps[0]: unknown action "jump"; known: join, crash, restart, stall, freeze, leave, subscribe, '
      "add_partitions, produce, move_coordinator, fail_coordinator"),
     ({"topics": {"t": 1}, "steps": [{"at": 0, "do": "crash", "member": "a"}]},
      "scenario.json: steps[0].member: member a is not running here (not joined yet, crashed or left)"),

@@ -98,7 +98,7 @@ def test_join_defaults_to_kafkas_assignor_list() -> None:
     (with_steps(config={"session_timeout_ms": "10s"}), "config.session_timeout_ms: expected an integer, got str"),
     (with_steps(config={"enable_auto_commit": "yes"}), "config.enable_auto_commit: expected true or false, got str"),
     (with_steps({"at": 0, "do": "jump", "member": "a"}),
-     'steps[0]: unknown action "jump"; known: join, crash, restart, stall, leave, subscribe, add_partitions, '
+     'steps[0]: unknown action "jump"; known: join, crash, restart, stall, freeze, leave, subscribe, add_partitions, '
      'produce, move_coordinator, fail_coordinator'),
     (with_steps({"at": 0, "member": "a"}), 'steps[0]: missing "do"'),
     (with_steps({"do": "crash", "member": "a"}), 'steps[0]: missing "at"'),

@@ -243,10 +243,12 @@ __all__ = [
     "poll_due",
     "poll_has_work",
     "rebalance_protocol",
+    "freeze",
     "receive",
     "refresh_metadata",
     "resume",
     "stall",
+    "thaw",
     "start",
     "subscribe",
     "subscription_of",
@@ -687,3 +689,24 @@ def stall(m: Member, now: int, for_ms: int) -> Member:
 
 def resume(m: Member, now: int) -> Member:
     return _with(m, stalled_until=None, last_poll=now)
+
+
+def freeze(m: Member, now: int, for_ms: int) -> Member:
+    """The whole process stops for ``for_ms`` (SIGSTOP then SIGCONT, a VM or container pause, a
+    stop-the-world GC): unlike :func:`stall`, the heartbeat thread stops too, and nothing reads the
+    socket. Nothing of the member's state changes while it is frozen; its timers are wall-clock
+    deadlines (``Heartbeat``'s session, heartbeat and poll ``Timer`` objects are updated from
+    ``time.milliseconds()`` when a thread next looks at them), so on the thaw they see the time that
+    has passed: ``AbstractCoordinator.HeartbeatThread.run`` finds ``heartbeat.sessionTimeoutExpired``
+    (no answer for ``session.timeout.ms``: coordinator unknown, reconnect) or
+    ``pollTimeoutExpired``, and the coordinator, which heard nothing, has expired the member in the
+    meantime. The application thread is stopped with the process: it is stalled until the thaw
+    (a stall already longer goes on), and comes back at the thaw as from a stall (:func:`resume`)."""
+    until = now + for_ms
+    frozen_until = until if m.frozen_until is None else max(until, m.frozen_until)
+    return _with(stall(m, now, for_ms), frozen_until=frozen_until)
+
+
+def thaw(m: Member, now: int) -> Member:
+    """SIGCONT: the threads run again (the application thread's stall ends at its own time)."""
+    return _with(m, frozen_until=None)

@@ -40,7 +40,7 @@ def heartbeat_deadline(m: Member) -> int | None:
     """The next time the heartbeat thread acts (a heartbeat, a coordinator lookup, the poll
     timeout), or None. While the coordinator is unknown the thread only looks it up: it checks the
     poll timeout once the coordinator is known again (``HeartbeatThread.run``)."""
-    if not m.heartbeat_thread_enabled:
+    if not m.heartbeat_thread_enabled or m.frozen:  # a frozen process runs no thread at all
         return None
     if m.coordinator_node is None:
         return None if m.finding_coordinator else m.lookup_after
@@ -87,8 +87,9 @@ def maybe_leave_group(m: Member, reason: str, now: int) -> Output:
 
 def can_receive(m: Member) -> bool:
     """Does some thread read this member's socket now? The application thread does unless it is
-    stalled; the heartbeat thread does while it runs (``client.pollNoWakeup`` in its loop)."""
-    return m.fatal is None and (not m.stalled or m.heartbeat_thread_enabled)
+    stalled; the heartbeat thread does while it runs (``client.pollNoWakeup`` in its loop). In a
+    frozen process no thread runs: what arrives waits in the socket's buffer until the thaw."""
+    return m.fatal is None and not m.frozen and (not m.stalled or m.heartbeat_thread_enabled)
 
 
 def _on_heartbeat_response(m: Member, r: HeartbeatResponse, now: int) -> Output:

@@ -252,6 +252,7 @@ class Member:
     heartbeat_failure: Errors | None = None  # the heartbeat thread died (FENCED_INSTANCE_ID)
     last_poll: int = 0  # the poll timer's start (Heartbeat.poll / resetTimeouts)
     stalled_until: int | None = None  # the application thread is busy until then
+    frozen_until: int | None = None  # the whole process is stopped (SIGSTOP, a VM pause) until then
     fatal: str | None = None  # what poll() threw that killed the consumer (an error code or exception name)
     consumption: Consumption | None = None  # records (config.delivery set)
     coordinator_node: int | None = 0  # the broker the member sends group requests to; None: unknown
@@ -270,6 +271,10 @@ class Member:
     @property
     def stalled(self) -> bool:
         return self.stalled_until is not None
+
+    @property
+    def frozen(self) -> bool:
+        return self.frozen_until is not None
 
     @property
     def heartbeat_thread_enabled(self) -> bool:
