@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import shlex
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +36,12 @@ from conformance.real_run import CLIENT_ASSIGNORS, RealRun, member_clients, unsu
 VERDICTS = ("pass", "divergence", "unsupported", "error")
 
 
-def client_versions() -> dict[str, str]:
-    """Installed version of every client (and librdkafka)."""
+def client_versions(clients: Iterable[str] = ()) -> dict[str, str]:
+    """Installed version of every client (and librdkafka), and of every release among ``clients``
+    (``NAME==VERSION``, run in its own environment: what its driver reported, conformance/clients.py)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from conformance.clients import base_name, is_release, made
 
     out: dict[str, str] = {}
     for dist in CLIENT_ASSIGNORS:
@@ -55,6 +58,10 @@ def client_versions() -> dict[str, str]:
         out["librdkafka"] = library_info().version
     except Exception as exc:  # reported, not fatal: the mock's version is only informative here
         out["librdkafka"] = f"unknown ({exc})"
+    for client in clients:
+        if is_release(client):
+            line = made(client).client  # "kafka-python 2.2.15", "confluent-kafka 2.10.0 (librdkafka 2.10.0)"
+            out[client] = line.removeprefix(base_name(client)).strip() + " (own environment)"
     return out
 
 
@@ -119,7 +126,7 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     scenario_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     members = member_clients(doc, clients)
     used = sorted(set(members.values()))
-    versions = versions or client_versions()
+    versions = versions or client_versions(clients)
     strategy = ",".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", ["range"])}))
     record = RunRecord(index, str(scenario_path), strategy, strategies.kind(dict(doc)), list(clients), members,
                        ", ".join(f"{c} {versions.get(c, '?')}" for c in used), "pass",
@@ -191,7 +198,7 @@ def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequ
 def campaign(p: Plan, out: Path, *, workers: int = 2, cluster: str = "mock",
              progress: Callable[[int, int, RunRecord], None] | None = None) -> list[RunRecord]:
     """Run every scenario of the plan, ``workers`` at a time; ``progress(done, total, record)``."""
-    versions = client_versions()
+    versions = client_versions(c for _, _, clients in p.runs for c in clients)
     records: list[RunRecord] = []
     lock = threading.Lock()
 

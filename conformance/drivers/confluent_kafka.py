@@ -52,6 +52,8 @@ from conformance.drivers.common import (
 _version = confluent_kafka.version()  # a str in 2.12 (the docs say a (str, int) tuple)
 CLIENT = (f"confluent-kafka {_version[0] if isinstance(_version, tuple) else _version} "
           f"(librdkafka {confluent_kafka.libversion()[0]})")
+# librdkafka's classic assignors (rdkafka_assignor.c: range, roundrobin, cooperative-sticky; no eager sticky).
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 _CGMD_MAGIC = b"CGMDv2:"
 
 
@@ -177,7 +179,7 @@ class Driver:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("conformance.drivers.confluent_kafka", argv, ("range", "roundrobin", "cooperative-sticky"))
+    args = parse_args("conformance.drivers.confluent_kafka", argv, ASSIGNORS)
     stop = StopFlag(args.events + ".ctl")
     return 0 if Driver(args).run(stop) else 1
 

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TypeVar
 
+from conformance.clients import launcher
 from model.types import TopicPartition
 
 DRIVER_MODULES = {
@@ -118,11 +118,14 @@ class DriverConfig:
     max_poll_interval_ms: int | None = None
 
     def argv(self) -> list[str]:
+        # The one hook for other releases (conformance/clients.py): ``NAME==VERSION`` runs NAME's driver
+        # under that release's environment; a plain name under this interpreter.
+        python, client = launcher(self.client)
         try:
-            module = DRIVER_MODULES[self.client]
+            module = DRIVER_MODULES[client]
         except KeyError:
             raise ValueError(f"unknown client {self.client!r}; known: {sorted(DRIVER_MODULES)}") from None
-        argv = [sys.executable, "-m", module, "--bootstrap", self.bootstrap, "--group", self.group,
+        argv = [python, "-m", module, "--bootstrap", self.bootstrap, "--group", self.group,
                 "--member", self.member, "--assignor", self.assignor, "--events", str(self.events_path),
                 "--session-timeout-ms", str(self.session_timeout_ms),
                 "--heartbeat-interval-ms", str(self.heartbeat_interval_ms)]
