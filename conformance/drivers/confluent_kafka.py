@@ -65,6 +65,14 @@ def generation_of(cgmd: bytes) -> int | None:
     return int(generation)
 
 
+def consumer_protocol(args: DriverArgs) -> bool:
+    """``-X group.protocol=consumer``: KIP-848's protocol (librdkafka 2.4+, rdkafka_cgrp.c
+    ``rd_kafka_cgrp_consumer_*``): the assignor runs on the broker and the session and heartbeat are the
+    broker's, so librdkafka refuses partition.assignment.strategy, session.timeout.ms and
+    heartbeat.interval.ms with it ("not supported for group.protocol=consumer"); the driver leaves them out."""
+    return dict(args.client_option).get("group.protocol") == "consumer"
+
+
 def client_config(args: DriverArgs) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
@@ -81,6 +89,10 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
     }
     if args.instance_id is not None:
         conf["group.instance.id"] = args.instance_id
+    if consumer_protocol(args):
+        for key in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+            del conf[key]
+        conf["max.poll.interval.ms"] = args.max_poll_interval_ms or 30000
     for key, value in args.client_option:
         conf[key] = value
     return conf
@@ -89,9 +101,12 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
 class Driver:
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
+        consumer = consumer_protocol(args)
         self.out = EventWriter(
-            args.events, member=args.member, group=args.group, protocol=args.protocol,
-            assignor=args.assignor, client=CLIENT,
+            args.events, member=args.member, group=args.group,
+            protocol="consumer" if consumer else args.protocol,
+            assignor=dict(args.client_option).get("group.remote.assignor", "server") if consumer else args.assignor,
+            client=CLIENT,
         )
         self.consumer = Consumer(client_config(args))
 
