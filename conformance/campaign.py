@@ -232,8 +232,9 @@ def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]]
             generic = why.split(": ", 1)[1] if why.startswith("steps[") else why
             reasons.setdefault(generic, []).append(r.index)
     # Said once in every report: what no run here exercises, and why.
-    reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): the mock serves it, but the model has no "
-                       "consumer protocol yet, so there is nothing to compare it with; not run", [])
+    reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): not in the campaign; the mock and the broker "
+                       "serve it, and python -m conformance.kip848 runs it judged by the trace checker alone (its "
+                       "per-generation and per-member comparisons: unsupported, no KIP-848 model)", [])
     reasons.setdefault("a whole-process freeze past session.timeout.ms (SIGSTOP / SIGCONT): the scenario format "
                        "has no step for it, so the model cannot say what should happen; not generated", [])
     counts = {v: sum(1 for r in records if r.verdict == v) for v in VERDICTS}
