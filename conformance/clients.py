@@ -185,19 +185,20 @@ def environment(release: Release, *, root: Path | None = None,
 
 
 def _build(release: Release, path: Path) -> dict[str, Any]:
+    # pip sees the user's pip configuration (index, certificates) but not this checkout on PYTHONPATH
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
-        made = _run([sys.executable, "-m", "venv", str(path)], PIP_TIMEOUT_S)
+        made = _run([sys.executable, "-m", "venv", str(path)], PIP_TIMEOUT_S, env=clean)
         if made.returncode != 0:
             raise ReleaseUnavailable(f"{release.label}: cannot make a venv in {path}: {_last_line(made.stderr)}")
         python = str(path / "bin" / "python")
         pip = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                    release.label], PIP_TIMEOUT_S)
+                    release.label], PIP_TIMEOUT_S, env=clean)
     except subprocess.TimeoutExpired:
         raise ReleaseUnavailable(f"{release.label}: pip did not finish within {PIP_TIMEOUT_S}s") from None
     if pip.returncode != 0:
         raise ReleaseUnavailable(f"{release.label}: pip cannot get it: {_last_line(pip.stderr + pip.stdout)}")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    env = dict(clean, PYTHONPATH=str(PROJECT_ROOT))
     try:
         probe = _run([python, "-c", _PROBE, RELEASABLE[release.name]], PROBE_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
