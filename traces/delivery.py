@@ -100,8 +100,7 @@ class DeliveryChecks(CheckerParts):
         # first consumptions past the shown committed offset after an owner whose commits were not shown, not judged:
         # "auto-commit" (within what the owners consumed), "positions" (an owner known only from its client log)
         self.no_gap_hidden: Counter[str] = Counter()
-        # ... of which "unseen": after an owner killed (or still holding it) whose last commit may not be shown
-        self.no_gap_broker = 0  # first consumptions judged on server.log's committed offset instead of the trace's
+        # ... and "unseen": after an owner killed (or still holding it) whose last commit may not be shown
 
     # ---------------------------------------------------------------- configuration from the trace
 
@@ -179,11 +178,11 @@ class DeliveryChecks(CheckerParts):
         unseen = self._commit_maybe_unseen(m, gs, tp)
         past = low > 0 and (committed is None or low > committed + self.config.gap_slack)
         evidence, whose = [where], "the"
-        if past and (hidden or unseen) and gs.broker_commits:
-            # server.log shows what the coordinator took: the trace's unseen commits are seen there
-            broker = gs.broker_committed.get(tp)
-            self.no_gap_broker += 1
-            if broker is not None and (committed is None or broker[0] >= committed):
+        broker = gs.broker_committed.get(tp) if past and (hidden or unseen) else None
+        if broker is not None:
+            # server.log shows what the coordinator took: the trace's unseen commits are seen there (a log that
+            # shows none of this partition's commits does not cover them: the bound below decides instead)
+            if committed is None or broker[0] >= committed:
                 committed, whose = broker[0], "the broker's"
                 evidence.append(broker[1])
             past = False
@@ -238,7 +237,6 @@ class DeliveryChecks(CheckerParts):
         offsets = ev.get("offsets")
         if not isinstance(offsets, list):
             raise BadField("offsets is not a list")
-        gs.broker_commits = True
         where = self.where(src, line)
         for item in offsets:
             offset = item.get("offset") if isinstance(item, dict) else None

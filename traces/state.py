@@ -263,9 +263,8 @@ class GroupState:
         # committed offset unseen), and the highest position a member reached in it before being re-assigned
         self.hidden_committers: dict[TP, set[str]] = {}
         # the coordinator's own record of commits (server.log, OffsetMetadataManager at DEBUG): the last offset it
-        # took for each partition, with where it says so; broker_commits: server.log shows this group's commits
+        # took for each partition, with where it says so
         self.broker_committed: dict[TP, tuple[int, str]] = {}
-        self.broker_commits = False
         self.high: dict[TP, int] = {}
         self.max_gen: int | None = None
         self.max_gen_ts = 0
