@@ -290,3 +290,14 @@ def test_a_start_past_the_brokers_committed_offset_is_still_a_gap(tmp_path: Path
     [finding] = [f for f in report["findings"] if f["invariant"] == "no-gap"]
     assert "broker's committed offset was 4" in finding["message"]
     assert any("server.log" in e for e in finding["evidence"])
+
+
+def test_a_server_log_without_the_partitions_commits_does_not_decide_it(tmp_path: Path) -> None:
+    """server.log with none of orders-3's commit lines (a slice that does not cover them): not the broker's word,
+    so the killed owner's position bounds the start and it stays unchecked, as without server.log."""
+    trace = _copy(KILLED, TRACES, tmp_path)
+    lines = (EXTRA / KILLED / "server.log").read_text().splitlines(keepends=True)
+    (trace / "server.log").write_text("".join(ln for ln in lines if not ("Committing offsets" in ln and "orders-3" in ln)))
+    report = _report([trace])
+    assert "no-gap" not in _counts(report), report["findings"]
+    assert [r for r in _unchecked(report, "no-gap") if "killed" in r]
