@@ -4,7 +4,9 @@ Scenarios are drawn by hypothesis (conformance/strategies.py, ``--seed`` reprodu
 the format of docs/scenarios.md; each is run by real consumer processes against the coordinator
 (``--cluster mock``: librdkafka's mock cluster, the default) and by the model, and the two are
 compared (conformance/compare.py; docs/conformance.md says what is compared and why). ``--scenario
-FILE`` runs one scenario file instead (the replay command of every run is such a call).
+FILE`` runs one scenario file instead (the replay command of every run is such a call). ``--client
+NAME==VERSION`` adds another release of a Python client, run in an environment of its own made by pip on
+first use and cached (conformance/clients.py): every client list naming NAME runs again with the release.
 
 Writes conformance.json, conformance.md and conformance.html into ``--out``, with each run's
 directory under ``runs/`` (scenario.json, the members' traces and logs, group-wire.jsonl,
