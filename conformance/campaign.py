@@ -24,7 +24,7 @@ import json
 import shlex
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +38,12 @@ from conformance.real_run import CLIENT_ASSIGNORS, Cancelled, RealRun, member_cl
 VERDICTS = ("pass", "divergence", "unsupported", "error")
 
 
-def client_versions() -> dict[str, str]:
-    """Installed version of every client (and librdkafka)."""
+def client_versions(clients: Iterable[str] = ()) -> dict[str, str]:
+    """Installed version of every client (and librdkafka), and of every release among ``clients``
+    (``NAME==VERSION``, run in its own environment: what its driver reported, conformance/clients.py)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from conformance.clients import base_name, is_release, made
 
     out: dict[str, str] = {}
     for dist in CLIENT_ASSIGNORS:
@@ -57,6 +60,10 @@ def client_versions() -> dict[str, str]:
         out["librdkafka"] = library_info().version
     except Exception as exc:  # reported, not fatal: the mock's version is only informative here
         out["librdkafka"] = f"unknown ({exc})"
+    for client in clients:
+        if is_release(client):
+            line = made(client).client  # "kafka-python 2.2.15", "confluent-kafka 2.10.0 (librdkafka 2.10.0)"
+            out[client] = line.removeprefix(base_name(client)).strip() + " (own environment)"
     return out
 
 
@@ -127,7 +134,7 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     scenario_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     members = member_clients(doc, clients)
     used = sorted(set(members.values()))
-    versions = versions or client_versions()
+    versions = versions or client_versions(clients)
     strategy = ",".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", ["range"])}))
     record = RunRecord(index, str(scenario_path), strategy, strategies.kind(dict(doc)), list(clients), members,
                        ", ".join(f"{c} {versions.get(c, '?')}" for c in used), "pass",
@@ -236,7 +243,7 @@ def campaign(p: Plan, out: Path, *, workers: int | None = None, cluster: str = "
     killed at once, and :class:`CampaignInterrupted` carries the runs that finished."""
     if workers is None:  # the mock: runs wait on its timers; kafka: one broker (a JVM) at a time
         workers = 6 if cluster == "mock" else 1
-    versions = client_versions()
+    versions = client_versions(c for _, _, clients in p.runs for c in clients)
     records: list[RunRecord] = []
     lock = threading.Lock()
     cancel = threading.Event()
@@ -300,8 +307,9 @@ def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]]
             generic = why.split(": ", 1)[1] if why.startswith("steps[") else why
             reasons.setdefault(generic, []).append(r.index)
     # Said once in every report: what no run here exercises, and why.
-    reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): the mock serves it, but the model has no "
-                       "consumer protocol yet, so there is nothing to compare it with; not run", [])
+    reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): not in the campaign; the mock and the broker "
+                       "serve it, and python -m conformance.kip848 runs it judged by the trace checker alone (its "
+                       "per-generation and per-member comparisons: unsupported, no KIP-848 model)", [])
     counts = {v: sum(1 for r in records if r.verdict == v) for v in VERDICTS}
     return {"tool": "groupspec conform", "cluster": cluster, "seed": seed, "versions": dict(versions),
             "counts": counts, "runs": [r.to_json() for r in records], "matrix": matrix,

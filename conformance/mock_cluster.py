@@ -138,6 +138,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         "rd_kafka_mock_coordinator_set": (ci, [vp, cp, cp, i32]),
         "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [vp, i32]),
         "rd_kafka_mock_set_apiversion": (ci, [vp, i16, i16, i16]),
+        # KIP-848 (rdkafka_mock.h, 2.6+): the consumer protocol's session and heartbeat are the broker's
+        "rd_kafka_mock_set_group_consumer_session_timeout_ms": (None, [vp, ci]),
+        "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms": (None, [vp, ci]),
     }
     for name, (restype, argtypes) in sigs.items():
         try:
@@ -379,6 +382,14 @@ class MockCluster:
         """``group.initial.rebalance.delay.ms`` for groups that start from Empty from now on."""
         lib, mc = self._handles()
         lib.rd_kafka_mock_group_initial_rebalance_delay_ms(mc, delay_ms)
+
+    def set_consumer_group_timeouts(self, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """KIP-848 groups (``group.protocol=consumer``): group.consumer.session.timeout.ms and
+        group.consumer.heartbeat.interval.ms, which that protocol sets on the broker, not the client
+        (the mock's defaults are 30000 / 3000, rdkafka_mock.c ``rd_kafka_mock_cluster_new``)."""
+        lib, mc = self._handles()
+        lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(mc, session_timeout_ms)
+        lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(mc, heartbeat_interval_ms)
 
     def set_api_version(self, api_key: int, min_version: int, max_version: int) -> None:
         """Restrict the versions of one API the brokers announce (-1, -1: disable it)."""

@@ -92,6 +92,15 @@ JAVA = "java"
 COMMIT_POLICIES = ("auto", "sync", "none")
 
 
+def offered_assignors(client: str) -> tuple[str, ...]:
+    """The assignors ``client`` offers; for a release (``NAME==VERSION``), what its driver found in it."""
+    if client in CLIENT_ASSIGNORS:
+        return CLIENT_ASSIGNORS[client]
+    from conformance.clients import made
+
+    return made(client).assignors
+
+
 def member_clients(doc: Mapping[str, Any], clients: Sequence[str]) -> dict[str, str]:
     """Members in the order they first join, dealt ``clients`` round-robin."""
     out: dict[str, str] = {}
@@ -123,7 +132,7 @@ def unsupported(doc: Mapping[str, Any], clients: Mapping[str, str], cluster: str
         do = step.get("do")
         if do == "join":
             client = clients[step["member"]]
-            offered = CLIENT_ASSIGNORS[client]
+            offered = offered_assignors(client)
             missing = [a for a in step.get("assignors", ["range", "cooperative-sticky"]) if a not in offered]
             if missing:
                 why.append(f"steps[{i}]: {client} offers no {', '.join(missing)} assignor on the classic "

@@ -30,11 +30,13 @@ COORDINATOR_REBALANCE = "coordinator_rebalance"  # the coordinator entered Prepa
 COORDINATOR_STABLE = "coordinator_stable"  # the coordinator stored a generation's assignment
 COORDINATOR_MEMBER_REMOVED = "coordinator_member_removed"  # left, expired, or never synced (reason)
 COORDINATOR_STATE = "coordinator_state"  # any other coordinator state change (state)
+COORDINATOR_OFFSET_COMMIT = "coordinator_offset_commit"  # the coordinator took an OffsetCommit (offsets, member_id)
 
 STANDARD_NAMES = frozenset({
     STARTUP_COMPLETE, SHUTDOWN_COMPLETE, PARTITIONS_ASSIGNED, PARTITIONS_REVOKED, RECORDS_CONSUMED,
     OFFSETS_COMMITTED, RECORD_DATA, PARTITIONS_LOST, GROUP_JOINED, GROUP_SYNCED,
     COORDINATOR_REBALANCE, COORDINATOR_STABLE, COORDINATOR_MEMBER_REMOVED, COORDINATOR_STATE,
+    COORDINATOR_OFFSET_COMMIT,
 })
 
 # Optional context fields any event may carry.

@@ -155,6 +155,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             ev_names.COORDINATOR_STABLE: self._coord_stable,
             ev_names.COORDINATOR_MEMBER_REMOVED: self._coord_removed,
             ev_names.COORDINATOR_STATE: self._coord_state,
+            ev_names.COORDINATOR_OFFSET_COMMIT: self._coord_offset_commit,
         }
 
     # ================================================================ driving

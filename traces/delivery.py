@@ -100,6 +100,7 @@ class DeliveryChecks(CheckerParts):
         # first consumptions past the shown committed offset after an owner whose commits were not shown, not judged:
         # "auto-commit" (within what the owners consumed), "positions" (an owner known only from its client log)
         self.no_gap_hidden: Counter[str] = Counter()
+        # ... and "unseen": after an owner killed (or still holding it) whose last commit may not be shown
 
     # ---------------------------------------------------------------- configuration from the trace
 
@@ -174,13 +175,25 @@ class DeliveryChecks(CheckerParts):
         where = self.where(src, line)
         hidden = gs.hidden_committers.get(tp, set()) | {
             h.key for h in gs.holders.get(tp, ()) if h is not m and h.commits_shown is not True}
-        if hidden and low > 0 and (committed is None or low > committed + self.config.gap_slack):
-            self._no_gap_hidden(m, gs, tp, hidden, low, committed, ts, where)
+        unseen = self._commit_maybe_unseen(m, gs, tp)
+        past = low > 0 and (committed is None or low > committed + self.config.gap_slack)
+        evidence, whose = [where], "the"
+        broker = gs.broker_committed.get(tp) if past and (hidden or unseen) else None
+        if broker is not None:
+            # server.log shows what the coordinator took: the trace's unseen commits are seen there (a log that
+            # shows none of this partition's commits does not cover them: the bound below decides instead)
+            if committed is None or broker[0] >= committed:
+                committed, whose = broker[0], "the broker's"
+                evidence.append(broker[1])
+            past = False
+        if past and (hidden or unseen):
+            self._no_gap_hidden(m, gs, tp, hidden | unseen, low, committed, ts, where,
+                                "auto-commit" if hidden else "unseen")
         elif committed is not None:
             self.opportunities["no-gap"] += 1
             if low > committed + self.config.gap_slack:
-                self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, [where],
-                              f"{m.key} started {tp_label(tp)} at offset {low} but the committed offset was "
+                self._finding("no-gap", VIOLATION, m.group, [m.key], [tp], ts, ts, evidence,
+                              f"{m.key} started {tp_label(tp)} at offset {low} but {whose} committed offset was "
                               f"{committed}: offsets {committed}..{low - 1} were never consumed")
         elif low == 0:
             self.opportunities["no-gap"] += 1  # from the first offset there is: nothing can have been skipped
@@ -200,8 +213,38 @@ class DeliveryChecks(CheckerParts):
         if src_rec is not None:
             self._start_handoff(m, gs, tp, src_rec, low, committed, ts, where)
 
+    def _commit_maybe_unseen(self, m: Member, gs: GroupState, tp: TP) -> set[str]:
+        """Earlier owners whose last commit of ``tp`` may have reached the broker without its trace line.
+
+        A driver writes ``offsets_committed`` after the commit returns: a process killed in between (its
+        trace ended without shutdown_complete: release ``killed`` / ``eof``) took the line with it though
+        the coordinator stored the offset (Kafka's consumer-bounce --hard does exactly that), and a member
+        still holding the partition (a zombie, a late revoker) may have a commit in flight whose line comes
+        after the new owner's first poll. Such a commit is at most that owner's position (committed-not-
+        ahead), so :meth:`_no_gap_hidden` bounds it. server.log's commits (``coordinator_offset_commit``, read in
+        time order with the traces) settle it: the last offset the coordinator took before the new owner's first
+        poll is what its OffsetFetch returned, unless the trace shows a later commit.
+        """
+        out = {h.key for h in gs.holders.get(tp, ()) if h is not m}
+        release = gs.released.get(tp)
+        if release is not None and release.kind in ("killed", "eof"):
+            out.add(release.member)
+        return out
+
+    def _coord_offset_commit(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        """``coordinator_offset_commit`` (server.log): the offset the coordinator took, per partition."""
+        gs = self._coord_group(ev, ts, src, line)  # type: ignore[attr-defined]  # CoordinatorChecks, mixed in
+        offsets = ev.get("offsets")
+        if not isinstance(offsets, list):
+            raise BadField("offsets is not a list")
+        where = self.where(src, line)
+        for item in offsets:
+            offset = item.get("offset") if isinstance(item, dict) else None
+            if type(offset) is int and offset >= 0:
+                gs.broker_committed[(item["topic"], item["partition"])] = (offset, where)
+
     def _no_gap_hidden(self, m: Member, gs: GroupState, tp: TP, hidden: set[str], low: int, committed: int | None,
-                       ts: int, where: str) -> None:
+                       ts: int, where: str, why: str = "auto-commit") -> None:
         """no-gap for a start past the committed offset the trace shows, when an owner's commits were not shown.
 
         A member whose commits the trace does not show (VerifiableConsumer with --enable-autocommit prints
@@ -225,7 +268,7 @@ class DeliveryChecks(CheckerParts):
                 high = max(high, pos)
         bound = max(high, committed if committed is not None else 0)
         if low <= bound + self.config.gap_slack:
-            self.no_gap_hidden["auto-commit"] += 1
+            self.no_gap_hidden[why] += 1
             return
         policy = m.auto_offset_reset or self.config.auto_offset_reset
         if committed is None and policy != "earliest":
@@ -434,6 +477,13 @@ class DeliveryChecks(CheckerParts):
                                f"the trace does not show (VerifiableConsumer prints no auto-commit: run with "
                                f"--enable-autocommit, or its commits are only in a client log): an automatic commit "
                                f"may have put the committed offset there", partial=True)
+            if self.no_gap_hidden["unseen"]:
+                note("no-gap", f"{self.no_gap_hidden['unseen']} first consumption(s) started past the last commit "
+                               f"the trace shows, within what the previous owner had consumed, after that owner was "
+                               f"killed (its trace ended without shutdown_complete) or while it still held the "
+                               f"partition: its last commit may have reached the broker without its trace line; "
+                               f"add the broker's server.log (OffsetMetadataManager at DEBUG) to judge them",
+                     partial=True)
             if self.no_gap_hidden["positions"]:
                 note("no-gap", f"{self.no_gap_hidden['positions']} first consumption(s) started past the last commit "
                                f"the trace shows after an owner known only from its client log (which shows neither "

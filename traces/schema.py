@@ -35,7 +35,7 @@ EVENT_NAMES = ev.STANDARD_NAMES
 OWNERSHIP_NAMES = frozenset({ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST})
 CLIENT_CONTEXT_NAMES = frozenset({ev.GROUP_JOINED, ev.GROUP_SYNCED})
 COORDINATOR_NAMES = frozenset({ev.COORDINATOR_REBALANCE, ev.COORDINATOR_STABLE, ev.COORDINATOR_MEMBER_REMOVED,
-                               ev.COORDINATOR_STATE})
+                               ev.COORDINATOR_STATE, ev.COORDINATOR_OFFSET_COMMIT})
 
 # Why a line was not used. Each is counted; --strict makes any of them exit 2.
 INVALID_JSON = "invalid-json"  # not JSON (or JSON cut in the middle of the file)

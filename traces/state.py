@@ -262,6 +262,9 @@ class GroupState:
         # members whose commits the trace may not show that owned the partition (their commits move the
         # committed offset unseen), and the highest position a member reached in it before being re-assigned
         self.hidden_committers: dict[TP, set[str]] = {}
+        # the coordinator's own record of commits (server.log, OffsetMetadataManager at DEBUG): the last offset it
+        # took for each partition, with where it says so
+        self.broker_committed: dict[TP, tuple[int, str]] = {}
         self.high: dict[TP, int] = {}
         self.max_gen: int | None = None
         self.max_gen_ts = 0

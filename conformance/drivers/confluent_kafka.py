@@ -52,6 +52,8 @@ from conformance.drivers.common import (
 _version = confluent_kafka.version()  # a str in 2.12 (the docs say a (str, int) tuple)
 CLIENT = (f"confluent-kafka {_version[0] if isinstance(_version, tuple) else _version} "
           f"(librdkafka {confluent_kafka.libversion()[0]})")
+# librdkafka's classic assignors (rdkafka_assignor.c: range, roundrobin, cooperative-sticky; no eager sticky).
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 _CGMD_MAGIC = b"CGMDv2:"
 
 
@@ -61,6 +63,14 @@ def generation_of(cgmd: bytes) -> int | None:
         return None
     (generation,) = struct.unpack_from("=i", cgmd, len(_CGMD_MAGIC))
     return int(generation)
+
+
+def consumer_protocol(args: DriverArgs) -> bool:
+    """``-X group.protocol=consumer``: KIP-848's protocol (librdkafka 2.4+, rdkafka_cgrp.c
+    ``rd_kafka_cgrp_consumer_*``): the assignor runs on the broker and the session and heartbeat are the
+    broker's, so librdkafka refuses partition.assignment.strategy, session.timeout.ms and
+    heartbeat.interval.ms with it ("not supported for group.protocol=consumer"); the driver leaves them out."""
+    return dict(args.client_option).get("group.protocol") == "consumer"
 
 
 def client_config(args: DriverArgs) -> dict[str, Any]:
@@ -79,6 +89,10 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
     }
     if args.instance_id is not None:
         conf["group.instance.id"] = args.instance_id
+    if consumer_protocol(args):
+        for key in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+            del conf[key]
+        conf["max.poll.interval.ms"] = args.max_poll_interval_ms or 30000
     for key, value in args.client_option:
         conf[key] = value
     return conf
@@ -87,9 +101,12 @@ def client_config(args: DriverArgs) -> dict[str, Any]:
 class Driver:
     def __init__(self, args: DriverArgs) -> None:
         self.args = args
+        consumer = consumer_protocol(args)
         self.out = EventWriter(
-            args.events, member=args.member, group=args.group, protocol=args.protocol,
-            assignor=args.assignor, client=CLIENT,
+            args.events, member=args.member, group=args.group,
+            protocol="consumer" if consumer else args.protocol,
+            assignor=dict(args.client_option).get("group.remote.assignor", "server") if consumer else args.assignor,
+            client=CLIENT,
         )
         self.consumer = Consumer(client_config(args))
 
@@ -177,7 +194,7 @@ class Driver:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args("conformance.drivers.confluent_kafka", argv, ("range", "roundrobin", "cooperative-sticky"))
+    args = parse_args("conformance.drivers.confluent_kafka", argv, ASSIGNORS)
     stop = StopFlag(args.events + ".ctl")
     return 0 if Driver(args).run(stop) else 1
 

@@ -41,7 +41,6 @@ from typing import Any
 import kafka
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
@@ -66,12 +65,17 @@ from conformance.drivers.common import (
 )
 
 CLIENT = f"kafka-python {kafka.__version__}"
-ASSIGNORS = {
+ASSIGNORS: dict[str, Any] = {
     "range": RangePartitionAssignor,
     "roundrobin": RoundRobinPartitionAssignor,
     "sticky": StickyPartitionAssignor,
-    "cooperative-sticky": CooperativeStickyAssignor,
 }
+try:  # KIP-429 came in kafka-python 2.3; an older release (--client kafka-python==2.2.x) offers the rest
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+except ImportError:
+    pass
+else:
+    ASSIGNORS["cooperative-sticky"] = CooperativeStickyAssignor
 DEFAULT_API_VERSION = (2, 3, 0)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TypeVar
 
+from conformance.clients import launcher
 from model.types import TopicPartition
 
 DRIVER_MODULES = {
@@ -45,9 +45,9 @@ T = TypeVar("T")
 
 
 def interpreter(client: str) -> list[str]:
-    """How a driver of ``client`` is launched: the Python that runs it (the one place to change for a
-    client in an environment of its own)."""
-    return [sys.executable]
+    """How a driver of ``client`` is launched: the Python that runs it -- this interpreter for a plain
+    name, the release's own environment for ``NAME==VERSION`` (:func:`conformance.clients.launcher`)."""
+    return [launcher(client)[0]]
 
 
 def driver_env() -> dict[str, str]:
@@ -133,8 +133,11 @@ class DriverConfig:
     max_poll_interval_ms: int | None = None
 
     def argv(self) -> list[str]:
+        # The one hook for other releases (conformance/clients.py): ``NAME==VERSION`` runs NAME's driver
+        # under that release's environment; a plain name under this interpreter.
+        client = launcher(self.client)[1]
         try:
-            module = DRIVER_MODULES[self.client]
+            module = DRIVER_MODULES[client]
         except KeyError:
             raise ValueError(f"unknown client {self.client!r}; known: {sorted(DRIVER_MODULES)}") from None
         argv = [*interpreter(self.client), "-m", module, "--bootstrap", self.bootstrap, "--group", self.group,

@@ -4,7 +4,9 @@ Scenarios are drawn by hypothesis (conformance/strategies.py, ``--seed`` reprodu
 the format of docs/scenarios.md; each is run by real consumer processes against the coordinator
 (``--cluster mock``: librdkafka's mock cluster, the default) and by the model, and the two are
 compared (conformance/compare.py; docs/conformance.md says what is compared and why). ``--scenario
-FILE`` runs one scenario file instead (the replay command of every run is such a call).
+FILE`` runs one scenario file instead (the replay command of every run is such a call). ``--client
+NAME==VERSION`` adds another release of a Python client, run in an environment of its own made by pip on
+first use and cached (conformance/clients.py): every client list naming NAME runs again with the release.
 
 Writes conformance.json, conformance.md and conformance.html into ``--out``, with each run's
 directory under ``runs/`` (scenario.json, the members' traces and logs, group-wire.jsonl,
@@ -33,7 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "separated by ';' run each (default: confluent-kafka,kafka-python,aiokafka on the "
                              "mock; java on kafka)")
     parser.add_argument("--client", action="append", default=[], metavar="NAME==VERSION",
-                        help="another release of a client in its own environment (not available yet)")
+                        help="also run this release of a Python client (confluent-kafka, kafka-python, aiokafka), "
+                             "in an environment of its own made by pip on first use and cached: every client "
+                             "list naming NAME runs again with the release in its place (repeatable)")
     parser.add_argument("--strategies", default="range,roundrobin,sticky,cooperative-sticky")
     parser.add_argument("--examples", type=int, default=2, help="scenarios per strategy and client set")
     parser.add_argument("--seed", type=int, default=0)
@@ -46,12 +50,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _client_sets(text: str) -> list[list[str]]:
+    """``--clients``: lists of client names, or of releases ``NAME==VERSION`` (replay commands name them)."""
+    from conformance.clients import is_release, parse_release
     from conformance.real_run import CLIENTS
 
     sets = []
     for part in text.split(";"):
         clients = [c for c in part.replace("+", ",").split(",") if c]
-        unknown = [c for c in clients if c not in CLIENTS]
+        for c in clients:
+            if is_release(c):
+                try:
+                    parse_release(c)
+                except ValueError as exc:
+                    raise InputError(f"--clients: {exc}") from None
+        unknown = [c for c in clients if c not in CLIENTS and not is_release(c)]
         if unknown or not clients:
             raise InputError(f"--clients: unknown client {unknown[0] if unknown else '(none)'}; known: "
                              f"{', '.join(CLIENTS)}")
@@ -59,16 +71,49 @@ def _client_sets(text: str) -> list[list[str]]:
     return sets
 
 
+def with_releases(client_sets: list[list[str]], releases: list[str]) -> list[list[str]]:
+    """The client sets, then each again with a release in place of its client (a set without that
+    client: the release alone), so that the two releases run the same scenarios side by side."""
+    from conformance.clients import base_name
+
+    out = [list(s) for s in client_sets]
+    for label in releases:
+        name = base_name(label)
+        again = [[label if c == name else c for c in s] for s in client_sets if name in s]
+        for s in again or [[label]]:
+            if s not in out:
+                out.append(s)
+    return out
+
+
+def prepare_releases(client_sets: list[list[str]]) -> None:
+    """Make (or find in the cache) the environment of every release the campaign names."""
+    from conformance.clients import ReleaseUnavailable, environment, is_release, parse_release
+
+    for label in dict.fromkeys(c for s in client_sets for c in s if is_release(c)):
+        try:
+            env = environment(parse_release(label), progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+        except ReleaseUnavailable as exc:
+            raise InputError(f"--client {exc}") from None
+        print(f"{label}: {env.client} in {env.path}{' (made now)' if env.fresh else ''}; assignors "
+              f"{', '.join(env.assignors)}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance import campaign, findings
     from conformance import strategies as strat
+    from conformance.clients import parse_release
     from groupspec.conform_report import document, summary
     from groupspec.render import write_report
 
-    if args.client:
-        raise InputError("--client NAME==VERSION: environments per release are not implemented yet")
     default = "java" if args.cluster == "kafka" else "confluent-kafka,kafka-python,aiokafka"
-    client_sets = _client_sets(args.clients or default)
+    releases = []
+    for text in args.client:
+        try:
+            releases.append(parse_release(text).label)
+        except ValueError as exc:
+            raise InputError(f"--client {exc}") from None
+    client_sets = with_releases(_client_sets(args.clients or default), releases)
     chosen = [s for s in args.strategies.split(",") if s]
     bad = [s for s in chosen if s not in strat.STRATEGIES]
     if bad:
@@ -77,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--examples: must be at least 1")
     if args.workers is not None and args.workers < 1:
         raise InputError("--workers: must be at least 1")
+    prepare_releases(client_sets)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.scenario is not None:
         from groupspec.commands.simulate import load_scenario
@@ -100,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # before any run started
         interrupted, records = campaign.CampaignInterrupted([], len(plan.runs)), []
     data = campaign.document(records, findings.load(), seed=None if args.scenario else args.seed,
-                             cluster=args.cluster, versions=campaign.client_versions())
+                             cluster=args.cluster,
+                             versions=campaign.client_versions(c for s in client_sets for c in s))
     if interrupted is not None:
         data["interrupted"] = {"finished": len(records), "planned": interrupted.total}
     try:

@@ -243,3 +243,61 @@ def test_a_mixed_group_of_four_clients_is_read_whole() -> None:
     assert report["input"]["skipped"] == {}
     members = {s["member"] for s in report["input"]["sources"]}
     assert members == {"a1", "d1", "j1", "k1", "server"}
+
+
+# ------------------------------------------------------------------ a commit the killed member's trace never showed
+
+KILLED = "vc-bounce-killed-commit"
+TRACES = ["m1.jsonl", "m1.2.jsonl", "m2.jsonl", "m2.2.jsonl", "m3.jsonl", "m3.2.jsonl"]
+
+
+def test_the_broker_log_reads_the_commits_the_coordinator_took() -> None:
+    from traces.readers.broker_log import message_of, parse_message
+
+    line = next(ln for ln in (EXTRA / KILLED / "server.log").read_text().splitlines()
+                if "Committing offsets 6 for partition" in ln and "orders-3" in ln)
+    [event] = parse_message(message_of(line, line.index("]") + 1), {}) or [None]
+    assert event == {"name": "coordinator_offset_commit", "group": "consumer-bounce",
+                     "member_id": "m3-e36481e9-e626-40d4-9225-fbc429127364",
+                     "offsets": [{"topic": "orders", "partition": 3, "offset": 6}]}
+
+
+def test_a_member_killed_before_its_commit_line_is_judged_on_the_brokers_commits() -> None:
+    """consumer-bounce --hard: m3 was killed after the coordinator took its commit of orders-3 offset 6 and before
+    its driver wrote the line; its next process started at 6. With server.log: held, judged (no unchecked note)."""
+    report = _report([EXTRA / KILLED])
+    assert "no-gap" not in _counts(report), report["findings"]
+    assert not [r for r in _unchecked(report, "no-gap") if "killed" in r]
+    assert "no-gap" in report["checked"]
+
+
+def test_without_server_log_a_start_at_the_killed_members_unseen_commit_is_unchecked(tmp_path: Path) -> None:
+    report = _report([_copy(KILLED, TRACES, tmp_path)])
+    assert "no-gap" not in _counts(report), report["findings"]
+    [reason] = [r for r in _unchecked(report, "no-gap") if "killed" in r]
+    assert "server.log" in reason
+
+
+def test_a_start_past_the_brokers_committed_offset_is_still_a_gap(tmp_path: Path) -> None:
+    """The same capture with the coordinator's line for m3's commit of 6 taken out: the broker's committed offset
+    is then 4 and the restarted m3 skipped 4..5, which server.log proves."""
+    trace = _copy(KILLED, TRACES, tmp_path)
+    lines = (EXTRA / KILLED / "server.log").read_text().splitlines(keepends=True)
+    kept = [ln for ln in lines if not ("Committing offsets 6 for partition" in ln and "orders-3" in ln)]
+    assert len(kept) == len(lines) - 1
+    (trace / "server.log").write_text("".join(kept))
+    report = _report([trace])
+    [finding] = [f for f in report["findings"] if f["invariant"] == "no-gap"]
+    assert "broker's committed offset was 4" in finding["message"]
+    assert any("server.log" in e for e in finding["evidence"])
+
+
+def test_a_server_log_without_the_partitions_commits_does_not_decide_it(tmp_path: Path) -> None:
+    """server.log with none of orders-3's commit lines (a slice that does not cover them): not the broker's word,
+    so the killed owner's position bounds the start and it stays unchecked, as without server.log."""
+    trace = _copy(KILLED, TRACES, tmp_path)
+    lines = (EXTRA / KILLED / "server.log").read_text().splitlines(keepends=True)
+    (trace / "server.log").write_text("".join(ln for ln in lines if not ("Committing offsets" in ln and "orders-3" in ln)))
+    report = _report([trace])
+    assert "no-gap" not in _counts(report), report["findings"]
+    assert [r for r in _unchecked(report, "no-gap") if "killed" in r]

@@ -61,6 +61,11 @@ previousEpoch=P, state=S, assignedPartitions=[...]" -- DEBUG in 4.1 for consumer
 "and revokedPartitions=[...]" -- (``coordinator_state`` member-assignment; partitions are
 ``<topic id>-<partition>`` as Utils.assignmentToString prints them), "Member M fenced from the group
 because R" and "Member M left the consumer group" (``coordinator_member_removed``).
+
+Offsets (Java coordinator, OffsetMetadataManager at DEBUG): "[GroupId G] Committing offsets O for partition
+<topic id>-T-P from member M with leader epoch E." (``commitOffset``, logged once the request passed
+``validateOffsetCommit``) is ``coordinator_offset_commit``: what the broker was asked to store, which a killed
+member's trace may not show (its process died before it wrote the commit's line).
 """
 
 from __future__ import annotations
@@ -231,6 +236,11 @@ def _unloaded(m: re.Match[str], state: dict[str, Any]) -> list[dict[str, Any]]:
                 epoch=int(groups["epoch"]) if groups.get("epoch") is not None else None)]
 
 
+def _offset_commit(m: re.Match[str], state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [_ev("coordinator_offset_commit", group=m["group"], member_id=m["member"] or None,
+                offsets=[{"topic": m["topic"], "partition": int(m["partition"]), "offset": int(m["offset"])}])]
+
+
 # (keyword that must be in the line, pattern, handler); the first match wins.
 PATTERNS: list[tuple[str, re.Pattern[str], Handler]] = [
     # the coordinator moved (GroupMetadataManager.onLoaded / onUnloaded, Kafka 4.x): a broker took over, or gave
@@ -243,6 +253,13 @@ PATTERNS: list[tuple[str, re.Pattern[str], Handler]] = [
         r"\[GroupId=(?P<group>[^\]]+)\] Unloading group metadata for generation (?P<gen>-?\d+)"), _unloaded),
     ("group metadata for", re.compile(
         r"\[GroupId=(?P<group>[^\]]+)\] Unloaded group metadata for group epoch (?P<epoch>-?\d+)"), _unloaded),
+    # OffsetMetadataManager.commitOffset (4.x, DEBUG): an OffsetCommit the coordinator validated and is writing,
+    # "for partition <topic id>-<topic>-<partition>" (a Uuid prints as 22 URL-safe base64 characters, all 'A'
+    # when the request named topics only); the member id is empty for a commit outside the group protocol
+    ("Committing offsets", re.compile(
+        r"\[GroupId (?P<group>\S+)\] Committing offsets (?P<offset>-?\d+) for partition "
+        r"[A-Za-z0-9_-]{22}-(?P<topic>\S+)-(?P<partition>\d+) from member (?P<member>\S*) with leader epoch"),
+     _offset_commit),
     # prepareRebalance (GroupCoordinator.scala; GroupMetadataManager.java)
     ("Preparing to rebalance", re.compile(
         rf"Preparing to rebalance group {_G} in state (?P<state>\w+) with old generation (?P<gen>-?\d+)"
