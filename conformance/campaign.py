@@ -159,7 +159,8 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     else:
         cmp.whole_run(real_report, model_failed, model_checked, comparison)
     cooperative = "cooperative-sticky" in strategy
-    cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison, unexpected, members)
+    cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison, unexpected, members,
+                              cmp.deaths(traces))
     record.verdict = findings.classify(comparison.differences, versions)  # known findings: conformance/findings.py
     record.comparison = comparison.to_json()
     return _written(record, out_dir)

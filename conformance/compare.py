@@ -262,7 +262,7 @@ def member_replays(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, list[
         found, unchecked = commits(name, policy, mine, events, stop)
         result.reactions += replay.compared
         result.unchecked += replay.unchecked + unchecked
-        unexpected[name] = replay.unexpected_rejoins
+        unexpected[name] = list(replay.unexpected_rejoins)
         for f in replay.found + found:
             result.differences.append(Difference("reaction", f.kind, f.message, {**f.evidence, "client": client},
                                                  kind=f.kind, detail=f.detail, clients=[client]))
@@ -283,6 +283,13 @@ def members_that_died(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[
                 "reaction", None, f"{name} died of an error from its client: {fatal.strip() or 'see its log'}",
                 {"member": name, "log": fatal.strip()}, kind="client-died", detail=error,
                 clients=[clients.get(name.split("#", 1)[0], "?")]))
+
+
+def deaths(traces: Mapping[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """When each member that died of its client's error (``shutdown_complete`` with ``failed``) died."""
+    return {name: next(int(e["timestamp"]) for e in events if e.get("name") == "shutdown_complete" and e.get("failed"))
+            for name, events in traces.items()
+            if any(e.get("name") == "shutdown_complete" and e.get("failed") for e in events)}
 
 
 # -- 3. the whole run -----------------------------------------------------------------------------
@@ -330,11 +337,13 @@ def whole_run(real_report: Mapping[str, Any], model_violations: Mapping[str, str
 
 def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[Mapping[str, Any]],
                           cooperative: bool, result: Comparison, unexpected: Mapping[str, list[int]] | None = None,
-                          clients: Mapping[str, str] | None = None) -> None:
+                          clients: Mapping[str, str] | None = None, died: Mapping[str, int] | None = None) -> None:
     """Generations begun between one step and the next, against the model's bound. ``unexpected``
     (from :func:`member_replays`): when each member rejoined with no cause the model knows; a window
     over the bound that holds such rejoins names their clients (``detail`` "after an unexpected
-    rejoin"), which is what a registered finding about that client may match."""
+    rejoin"), which is what a registered finding about that client may match; else one that holds the
+    death of a member of its client's own error (``died``: :func:`deaths`) names that client (its leaving
+    is a membership change the scenario does not make)."""
     answers = [m for m in wire if m["kind"] == "response" and m["api"] == "JoinGroup" and m.get("error") == "NONE"]
     raced = [m for m in wire if m["kind"] == "response" and m["api"] == "SyncGroup"
              and m.get("error") == "REBALANCE_IN_PROGRESS"]
@@ -352,19 +361,23 @@ def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[
             continue
         if len(generations) > bound:
             rejoined = sorted(name for name, times in (unexpected or {}).items() if any(lo <= t < hi for t in times))
+            dead = sorted(name for name, t in (died or {}).items() if lo <= t < hi)
             result.differences.append(Difference(
                 "whole-run", "converges", f"after {step['step']} {step.get('member') or ''}: {len(generations)} "
                 f"rebalances (generations {sorted(generations)}), the model's bound is {bound}"
-                + (f"; unexpected rejoins by {', '.join(rejoined)}" if rejoined else ""),
-                {"step": dict(step), "generations": sorted(generations), "unexpected_rejoins": rejoined},
-                kind="rebalances-over-bound", detail="after an unexpected rejoin" if rejoined else "",
-                clients=sorted({(clients or {}).get(n.split("#", 1)[0], "?") for n in rejoined})))
+                + (f"; unexpected rejoins by {', '.join(rejoined)}" if rejoined else "")
+                + (f"; {', '.join(dead)} died of its client's error" if dead and not rejoined else ""),
+                {"step": dict(step), "generations": sorted(generations), "unexpected_rejoins": rejoined, "died": dead},
+                kind="rebalances-over-bound",
+                detail="after an unexpected rejoin" if rejoined else "after a member died of its client's error"
+                if dead else "",
+                clients=sorted({(clients or {}).get(n.split("#", 1)[0], "?") for n in (rejoined or dead)})))
 
 
 def read_traces(paths: Sequence[Path]) -> dict[str, list[dict[str, Any]]]:
     return {p.stem: read_events(p) for p in paths}
 
 
-__all__ = ["Comparison", "Difference", "assignor_rounds", "check_real_traces", "commit_policy", "conn_members",
+__all__ = ["Comparison", "Difference", "assignor_rounds", "check_real_traces", "commit_policy", "conn_members", "deaths",
            "member_replays", "members_that_died",
            "read_traces", "rebalances_per_change", "whole_run"]
