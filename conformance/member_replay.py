@@ -8,7 +8,7 @@ subscription and handed, in order, every answer the real coordinator sent that m
 when the real member's did something the model decides on: after a SyncGroup answer and before every
 JoinGroup the real member sent. What the model member does next is compared with what the real one did:
 
-- **callbacks** (``callbacks``): between one JoinGroup of the member and the next, the non-empty
+- **callbacks** (``callbacks``): between one JoinGroup answer of the member and the next, the non-empty
   ``partitions_assigned`` / ``partitions_revoked`` / ``partitions_lost`` of the real trace must be the
   ones the model member emits there: eager revokes everything it owns before it rejoins
   (``_on_join_prepare``), cooperative revokes exactly owned minus assigned after its SyncGroup answer
@@ -29,9 +29,12 @@ JoinGroup the real member sent. What the model member does next is compared with
   revocation and on close (:func:`commits`).
 
 Where a real trace cannot show a thing the comparison is *unchecked* with the reason, never a
-divergence: aiokafka has no ``on_partitions_lost`` (a lost assignment is reported as revoked), an answer
-the proxy did not see (a dropped connection) ends the replay of that member, an error name the model
-does not know ends it too.
+divergence: aiokafka has no ``on_partitions_lost`` (a lost assignment is reported as revoked); lost
+versus revoked at a close during a rebalance (Java declares lost, the protocol does not decide); spans
+where the coordinator moved or failed (the client's own timers decide there; the replay goes on from
+what the real member holds); an answer the proxy did not see (a dropped connection), an error name the
+model does not know, or the member's death of its own error end the replay of that member.
+docs/conformance.md says all of it for users.
 """
 
 from __future__ import annotations
@@ -409,12 +412,13 @@ def replay_member(name: str, client: str, assignors: tuple[str, ...], topics: tu
     if r.stopped:
         return r.out
     last_event = max((int(e["timestamp"]) for e in events), default=span_start)
-    if r.rejoin_due is not None and (stop_at is None or stop_at - r.rejoin_due > MISSING_REJOIN_GRACE_MS):
-        if not any(s["step"] in SILENT_CAUSES and int(s["timestamp"]) >= r.rejoin_due for s in timeline):
-            r.out.found.append(Found(
-                "missing-rejoin", r.m.rejoin_reason or "rejoin requested",
-                f"{name} did not rejoin after {r.rejoin_due}; the model's member does ({r.m.rejoin_reason})",
-                r.rejoin_due, {"member": name, "due": r.rejoin_due}))
+    due = r.rejoin_due
+    if due is not None and (stop_at is None or stop_at - due > MISSING_REJOIN_GRACE_MS) and not any(
+            s["step"] in SILENT_CAUSES and int(s["timestamp"]) >= due for s in timeline):
+        r.out.found.append(Found(
+            "missing-rejoin", r.m.rejoin_reason or "rejoin requested",
+            f"{name} did not rejoin after {due}; the model's member does ({r.m.rejoin_reason})",
+            due, {"member": name, "due": due}))
     if not closes:
         compare_span(span_start, stop_at if stop_at is not None else last_event, "until it was killed")
         return r.out
