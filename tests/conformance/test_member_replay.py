@@ -215,3 +215,31 @@ def test_a_real_mixed_group_agrees_but_for_aiokafkas_close() -> None:
     assert c.reactions > 10
     assert findings.classify(c.differences, VERSIONS) == "known-finding"
     assert [(d.known or {}).get("finding") for d in c.differences] == ["aiokafka-no-revoke-on-close"]
+
+
+def test_the_report_shows_known_findings_apart_from_divergences() -> None:
+    from conformance import campaign
+    from groupspec.conform_report import document, summary
+    from groupspec.render import to_html, to_markdown
+
+    c = recorded("mixed-aiokafka-close")
+    verdict = findings.classify(c.differences, VERSIONS)
+    known = campaign.RunRecord(0, "s.json", "range", "leave", ["confluent-kafka", "kafka-python", "aiokafka"], {},
+                               "aiokafka 0.14.0", verdict, "groupspec conform --scenario s.json",
+                               comparison=c.to_json())
+    fresh = cmp.Comparison(differences=[cmp.Difference("reaction", "callbacks", "b#1 did something new",
+                                                       kind="callbacks", detail="other callbacks",
+                                                       clients=["kafka-python"])])
+    assert findings.classify(fresh.differences, VERSIONS) == "divergence"
+    new = campaign.RunRecord(1, "t.json", "range", "leave", ["kafka-python"], {}, "kafka-python 3.0.12",
+                             "divergence", "groupspec conform --scenario t.json", comparison=fresh.to_json())
+    data = campaign.document([known, new], findings.load(), seed=1, cluster="mock", versions=VERSIONS)
+    assert data["counts"]["known-finding"] == 1 and data["counts"]["divergence"] == 1
+    assert [r["index"] for r in data["known"]] == [0] and [r["index"] for r in data["divergences"]] == [1]
+    md = to_markdown(document(data))
+    known_section = md[md.index("Known findings met"):]
+    assert "aiokafka-no-revoke-on-close" in known_section and "aiokafka 0.14.0" in known_section
+    assert "did something new" in md[md.index("## Divergences"):md.index("Known findings met")]
+    assert "known finding" in to_html(document(data))
+    text = summary(data)
+    assert "known finding run 0" in text and "DIVERGENCE run 1" in text and "something new" in text
