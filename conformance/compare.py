@@ -12,11 +12,11 @@ the notes on what could not be compared (``unchecked``, with why, never a guess)
    every promise of ``model.invariants.assignment.promised`` (validity, balance, stickiness, revoke
    before assign), and whether they equal the model's answer is reported as a note (their answer may
    depend on the iteration order of Java's HashMaps, docs/assignors-sticky.md).
-2. **Per member, the reaction** (:func:`member_reactions`), the rules of the model's member
-   (``model/member.py``): an eager member revokes everything it owns before it sends JoinGroup again
-   (``_on_join_prepare``); a cooperative member, told its new assignment by a SyncGroup answer, revokes
-   exactly owned minus assigned, is assigned exactly assigned minus owned (``_on_join_complete``), and
-   sends JoinGroup again when it revoked anything (KIP-429).
+2. **Per member, the model's member replayed** (:func:`member_replays`, conformance/member_replay.py):
+   ``model.classic.member`` is handed the answers the real coordinator gave each real member, and what
+   it does next (callbacks, lost vs revoked, rejoins, member id and generation, the close, commits per
+   policy) is compared with what the real member did; a member dying of its own client's error
+   (:func:`members_that_died`) is a difference too.
 3. **The whole run** (:func:`whole_run`): the trace checker's verdicts on the real traces and the
    model monitor's on the model's run must agree on every invariant both check; the rebalances after
    each membership change must stay within the model's bound (``model.invariants.protocol.rebalance_bound``:

@@ -216,9 +216,14 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
             r.out.unchecked.append(f"{name}: a JoinGroup at {t} after {', '.join(causes)}, whose effect on a "
                                    "rejoin the wire cannot show; the replay takes it as given")
         else:
+            # subscribe() with the topics it already has changes nothing in Java (SubscriptionState.
+            # changeSubscription returns false; the model's subscribe leaves joined_subscription equal).
+            same = any(s["step"] == "subscribe" and s.get("member") == base and last_sync <= int(s["timestamp"]) <= t
+                       and tuple(sorted(s.get("topics", ()))) == r.m.subscription for s in timeline)
             r.out.found.append(Found(
                 "unexpected-rejoin",
-                "after a successful SyncGroup" if r.m.state is mm.MemberState.STABLE else "while joining",
+                "after subscribe() with an unchanged subscription" if same
+                else "after a successful SyncGroup" if r.m.state is mm.MemberState.STABLE else "while joining",
                 f"{name} sent JoinGroup at {t} although nothing the coordinator answered asks for one: the model's "
                 f"member ({r.m.state.value}, generation {r.m.generation.generation_id}) does not rejoin",
                 t, {"member": name, "join": t}))
