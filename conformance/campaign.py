@@ -160,7 +160,7 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
         cmp.whole_run(real_report, model_failed, model_checked, comparison)
     cooperative = "cooperative-sticky" in strategy
     cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison, unexpected, members,
-                              cmp.deaths(traces))
+                              cmp.deaths(traces, logs))
     record.verdict = findings.classify(comparison.differences, versions)  # known findings: conformance/findings.py
     record.comparison = comparison.to_json()
     return _written(record, out_dir)

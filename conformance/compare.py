@@ -278,18 +278,29 @@ def members_that_died(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[
     for name, events in sorted(traces.items()):
         if any(e.get("name") == "shutdown_complete" and e.get("failed") for e in events):
             fatal = next((line for line in logs.get(name, "").splitlines() if "fatal" in line), "")
-            error = fatal.split("fatal:", 1)[1].strip() if "fatal:" in fatal else ""
+            error = _fatal(fatal)
             result.differences.append(Difference(
                 "reaction", None, f"{name} died of an error from its client: {fatal.strip() or 'see its log'}",
                 {"member": name, "log": fatal.strip()}, kind="client-died", detail=error,
                 clients=[clients.get(name.split("#", 1)[0], "?")]))
 
 
-def deaths(traces: Mapping[str, list[dict[str, Any]]]) -> dict[str, int]:
-    """When each member that died of its client's error (``shutdown_complete`` with ``failed``) died."""
-    return {name: next(int(e["timestamp"]) for e in events if e.get("name") == "shutdown_complete" and e.get("failed"))
-            for name, events in traces.items()
-            if any(e.get("name") == "shutdown_complete" and e.get("failed") for e in events)}
+def _fatal(log: str) -> str:
+    """The error a driver wrote when its client killed it (``groupspec driver: fatal: <error>``)."""
+    line = next((line for line in log.splitlines() if "fatal" in line), "")
+    return line.split("fatal:", 1)[1].strip() if "fatal:" in line else ""
+
+
+def deaths(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[str, str]) -> dict[str, tuple[int, str]]:
+    """When, and of what error, each member that died of its client's error (``shutdown_complete``
+    with ``failed``) died."""
+    out: dict[str, tuple[int, str]] = {}
+    for name, events in traces.items():
+        t = next((int(e["timestamp"]) for e in events if e.get("name") == "shutdown_complete" and e.get("failed")),
+                 None)
+        if t is not None:
+            out[name] = (t, _fatal(logs.get(name, "")))
+    return out
 
 
 # -- 3. the whole run -----------------------------------------------------------------------------
@@ -337,7 +348,8 @@ def whole_run(real_report: Mapping[str, Any], model_violations: Mapping[str, str
 
 def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[Mapping[str, Any]],
                           cooperative: bool, result: Comparison, unexpected: Mapping[str, list[int]] | None = None,
-                          clients: Mapping[str, str] | None = None, died: Mapping[str, int] | None = None) -> None:
+                          clients: Mapping[str, str] | None = None,
+                          died: Mapping[str, tuple[int, str]] | None = None) -> None:
     """Generations begun between one step and the next, against the model's bound. ``unexpected``
     (from :func:`member_replays`): when each member rejoined with no cause the model knows; a window
     over the bound that holds such rejoins names their clients (``detail`` "after an unexpected
@@ -361,7 +373,8 @@ def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[
             continue
         if len(generations) > bound:
             rejoined = sorted(name for name, times in (unexpected or {}).items() if any(lo <= t < hi for t in times))
-            dead = sorted(name for name, t in (died or {}).items() if lo <= t < hi)
+            dead = sorted(name for name, (t, _) in (died or {}).items() if lo <= t < hi)
+            errors = sorted({(died or {})[n][1] for n in dead})
             result.differences.append(Difference(
                 "whole-run", "converges", f"after {step['step']} {step.get('member') or ''}: {len(generations)} "
                 f"rebalances (generations {sorted(generations)}), the model's bound is {bound}"
@@ -369,8 +382,8 @@ def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[
                 + (f"; {', '.join(dead)} died of its client's error" if dead and not rejoined else ""),
                 {"step": dict(step), "generations": sorted(generations), "unexpected_rejoins": rejoined, "died": dead},
                 kind="rebalances-over-bound",
-                detail="after an unexpected rejoin" if rejoined else "after a member died of its client's error"
-                if dead else "",
+                detail="after an unexpected rejoin" if rejoined else
+                f"after a member died of its client's error: {', '.join(errors)}" if dead else "",
                 clients=sorted({(clients or {}).get(n.split("#", 1)[0], "?") for n in (rejoined or dead)})))
 
 

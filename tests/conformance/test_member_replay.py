@@ -188,7 +188,7 @@ def recorded(name: str) -> cmp.Comparison:
     c = cmp.Comparison()
     unexpected = cmp.member_replays(wire, traces, doc, timeline, members, c)
     cmp.members_that_died(traces, logs, c, members)
-    cmp.rebalances_per_change(wire, timeline, False, c, unexpected, members, cmp.deaths(traces))
+    cmp.rebalances_per_change(wire, timeline, False, c, unexpected, members, cmp.deaths(traces, logs))
     cmp.assignor_rounds(wire, [(0, doc["topics"])], members, c)
     return c
 
