@@ -41,6 +41,16 @@ from model.types import GroupAssignment, Subscription, TopicPartition
 EXACT_ASSIGNORS = ("range", "roundrobin")
 
 
+# Every kind of difference the comparisons produce (Difference.kind), by comparison: what a registered
+# finding's signature may name (tests/conformance/test_findings.py holds the register to it).
+KINDS = {
+    "assignor": ("assignment-differs", "promise-broken"),
+    "reaction": ("callbacks", "unexpected-rejoin", "missing-rejoin", "rejoin-identity", "revoke-before-rejoin",
+                 "commits", "client-died"),
+    "whole-run": ("rebalances-over-bound",),
+}
+
+
 @dataclass
 class Difference:
     """One divergence between the real run and the model: which comparison, what, and the evidence."""
@@ -391,6 +401,6 @@ def read_traces(paths: Sequence[Path]) -> dict[str, list[dict[str, Any]]]:
     return {p.stem: read_events(p) for p in paths}
 
 
-__all__ = ["Comparison", "Difference", "assignor_rounds", "check_real_traces", "commit_policy", "conn_members", "deaths",
+__all__ = ["KINDS", "Comparison", "Difference", "assignor_rounds", "check_real_traces", "commit_policy", "conn_members", "deaths",
            "member_replays", "members_that_died",
            "read_traces", "rebalances_per_change", "whole_run"]

@@ -6,6 +6,7 @@ another test name it (``pytest`` replays), and that test must exist.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,31 @@ def test_client_findings_on_the_embedded_coordinator_replay(entry: dict[str, Any
     assert record.verdict == "known-finding", record.comparison
     matched = [d for d in record.comparison["differences"] if (d["known"] or {}).get("finding") == entry["id"]]
     assert any(r["expect"] in d["message"] or r["expect"] == d["detail"] for d in matched), record.comparison
+
+
+def test_every_signature_names_a_difference_the_comparisons_make() -> None:
+    """A signature with a misspelt kind would never match: the known finding would show as new, and the
+    register would claim a classification it never makes."""
+    import re
+
+    from conformance.compare import KINDS
+
+    signed = [e for e in findings.load() if "signature" in e]
+    assert len(signed) >= 8
+    for e in signed:
+        for d in e["signature"]["differences"]:
+            assert d["kind"] in KINDS[d["comparison"]], (e["id"], d)
+            re.compile(d["detail"])
+
+
+def test_a_malformed_signature_is_refused(tmp_path: Path) -> None:
+    import json
+
+    entry = dict(findings.load()[0])
+    for bad, words in (({"client": "aiokafka", "versions": "=>1", "differences": []}, "versions"),
+                       ({"client": "aiokafka", "versions": "==1", "differences": [{"kind": "x"}]}, "differences[0]"),
+                       ({"client": "aiokafka", "differences": []}, "needs client")):
+        path = tmp_path / "f.json"
+        path.write_text(json.dumps([{**entry, "signature": bad}]))
+        with pytest.raises(ValueError, match=re.escape(words)):
+            findings.load(path)
