@@ -50,6 +50,7 @@ from model.classic.member.state import PendingCommit
 from model.messages import (
     Errors,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupResponse,
     OffsetCommitResponse,
@@ -66,7 +67,7 @@ NO_LOST_CALLBACK = {"aiokafka": "aiokafka has no on_partitions_lost: a lost assi
 
 # Steps whose effect on a member's rejoin the group wire cannot show: the leader (and librdkafka's
 # every member) rejoins on a metadata change; a coordinator change makes clients reconnect and may
-# make them rejoin (librdkafka does); the member's own stall runs its rejoin on its own clock.
+# make them rejoin (librdkafka does). A stall of the member itself is such a cause too (_at_join).
 SILENT_CAUSES = ("add_partitions", "move_coordinator", "fail_coordinator")
 
 # The runner starts a step only when no JoinGroup / SyncGroup was seen for 0.9 s (real_run.py): a
@@ -163,7 +164,7 @@ class _MemberReplay:
         m, requests, events = mm.poll(self.m, now, self.metadata)
         self.m = m
         self.pending += list(events)
-        if any(type(r).__name__ == "JoinGroupRequest" for r in requests) and self.rejoin_due is None:
+        if any(isinstance(q, JoinGroupRequest) for q in requests) and self.rejoin_due is None:
             self.rejoin_due = now
         return list(requests)
 
