@@ -163,4 +163,4 @@ def test_the_replay_command_reproduces_a_verdict(tmp_path: Path, mixed_run: camp
     assert [run["verdict"] for run in data["runs"]] in (["pass"], ["known-finding"])  # exit 0 either way
     assert {"client", "client_version", "strategy", "scenario", "verdict", "replay"} <= set(data["runs"][0])
     assert data["findings"] and (tmp_path / "out" / "conformance.html").exists()
-    assert "[1/1] pass" in r.stderr  # progress
+    assert f"[1/1] {data['runs'][0]['verdict']} " in r.stderr  # progress
