@@ -159,6 +159,7 @@ class _MemberReplay:
         self.out = Replay(name)
         self.rejoin_due: int | None = None  # when the model sent a JoinGroup the real one has not yet
         self.stopped = False  # the replay lost the real member's thread (said in unchecked)
+        self.left = False  # it sent LeaveGroup (a poll-timeout leave) since its last JoinGroup
 
     def poll(self, now: int) -> list[Any]:
         m, requests, events = mm.poll(self.m, now, self.metadata)
@@ -263,9 +264,11 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
             t, {"member": name, "real": sent_id, "model": model_id}))
     elif gens and None not in gens and gens != {model_gen}:  # v0/v1 subscriptions carry no generation
         r.out.found.append(Found(
-            "rejoin-identity", "generation",
-            f"{name} rejoined at {t} claiming generation {sorted(gens)}; the model's member claims {model_gen}",
+            "rejoin-identity", "generation after its poll-timeout leave" if r.left else "generation",
+            f"{name} rejoined at {t} claiming generation {sorted(gens)}; the model's member claims {model_gen}"
+            + (" (it left the group on its poll timeout, which resets the generation)" if r.left else ""),
             t, {"member": name, "real": sorted(gens), "model": model_gen}))
+    r.left = False
 
 
 def replay_member(name: str, client: str, assignors: tuple[str, ...], topics: tuple[str, ...],
@@ -411,6 +414,7 @@ def replay_member(name: str, client: str, assignors: tuple[str, ...], topics: tu
         elif api == "LeaveGroup":
             # Before the stop it is no close: the heartbeat thread leaving on a poll timeout.
             r.m, _, _ = mm.maybe_leave_group(r.m, "consumer poll timeout has expired.", t)
+            r.left = True
         r.sent(api, req, t)
         if resp is None and api in ("JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit"):
             r.stop(f"{name}: its {api} at {t} got no answer the proxy saw (a dropped connection); "
