@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from conformance import compare as cmp
-from conformance import strategies
+from conformance import findings, strategies
 from conformance.drivers.process import WarmPool
 from conformance.real_run import CLIENT_ASSIGNORS, Cancelled, RealRun, member_clients, unsupported
 
-VERDICTS = ("pass", "divergence", "unsupported", "error")
+VERDICTS = ("pass", "known-finding", "divergence", "unsupported", "error")
 
 
 def client_versions(clients: Iterable[str] = ()) -> dict[str, str]:
@@ -180,10 +180,10 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
         comparison.notes += [f"model skipped {s}" for s in skipped]
     traces = cmp.read_traces(result.traces)
     cmp.assignor_rounds(result.wire, result.topics, members, comparison)
-    cmp.member_reactions(result.wire, traces, comparison, cmp.stop_times(result.timeline))
+    unexpected = cmp.member_replays(result.wire, traces, doc, result.timeline, members, comparison)
     logs = {p.stem: p.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
             for p in result.traces if p.with_suffix(".log").exists()}
-    cmp.members_that_died(traces, logs, comparison)
+    cmp.members_that_died(traces, logs, comparison, members)
     try:
         real_report = cmp.check_real_traces(result.traces)
     except Exception as exc:
@@ -191,9 +191,10 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     else:
         cmp.whole_run(real_report, model_failed, model_checked, comparison)
     cooperative = "cooperative-sticky" in strategy
-    cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison)
+    cmp.rebalances_per_change(result.wire, result.timeline, cooperative, comparison, unexpected, members,
+                              cmp.deaths(traces, logs))
+    record.verdict = findings.classify(comparison.differences, versions)  # known findings: conformance/findings.py
     record.comparison = comparison.to_json()
-    record.verdict = "divergence" if comparison.differences else "pass"
     record.phases["compare"] = round(time.monotonic() - t0, 3)
     return _written(record, out_dir)
 
@@ -315,6 +316,7 @@ def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]]
             "counts": counts, "runs": [r.to_json() for r in records], "matrix": matrix,
             "unsupported": [{"why": why, "runs": idx} for why, idx in sorted(reasons.items())],
             "divergences": [r.to_json() for r in records if r.verdict == "divergence"],
+            "known": [r.to_json() for r in records if r.verdict == "known-finding"],
             "findings": list(findings)}
 
 

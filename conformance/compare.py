@@ -12,11 +12,11 @@ the notes on what could not be compared (``unchecked``, with why, never a guess)
    every promise of ``model.invariants.assignment.promised`` (validity, balance, stickiness, revoke
    before assign), and whether they equal the model's answer is reported as a note (their answer may
    depend on the iteration order of Java's HashMaps, docs/assignors-sticky.md).
-2. **Per member, the reaction** (:func:`member_reactions`), the rules of the model's member
-   (``model/member.py``): an eager member revokes everything it owns before it sends JoinGroup again
-   (``_on_join_prepare``); a cooperative member, told its new assignment by a SyncGroup answer, revokes
-   exactly owned minus assigned, is assigned exactly assigned minus owned (``_on_join_complete``), and
-   sends JoinGroup again when it revoked anything (KIP-429).
+2. **Per member, the model's member replayed** (:func:`member_replays`, conformance/member_replay.py):
+   ``model.classic.member`` is handed the answers the real coordinator gave each real member, and what
+   it does next (callbacks, lost vs revoked, rejoins, member id and generation, the close, commits per
+   policy) is compared with what the real member did; a member dying of its own client's error
+   (:func:`members_that_died`) is a difference too.
 3. **The whole run** (:func:`whole_run`): the trace checker's verdicts on the real traces and the
    model monitor's on the model's run must agree on every invariant both check; the rebalances after
    each membership change must stay within the model's bound (``model.invariants.protocol.rebalance_bound``:
@@ -33,12 +33,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.process import owned_after, read_events
+from conformance.drivers.process import read_events
 from model.assignors import ASSIGNORS
 from model.invariants.assignment import AssignmentProblem, violated
 from model.types import GroupAssignment, Subscription, TopicPartition
 
 EXACT_ASSIGNORS = ("range", "roundrobin")
+
+
+# Every kind of difference the comparisons produce (Difference.kind), by comparison: what a registered
+# finding's signature may name (tests/conformance/test_findings.py holds the register to it).
+KINDS = {
+    "assignor": ("assignment-differs", "promise-broken"),
+    "reaction": ("callbacks", "unexpected-rejoin", "missing-rejoin", "rejoin-identity", "revoke-before-rejoin",
+                 "commits", "client-died"),
+    "whole-run": ("rebalances-over-bound",),
+}
 
 
 @dataclass
@@ -49,10 +59,18 @@ class Difference:
     invariant: str | None
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    # What a registered finding's signature matches on (conformance/findings.py): a stable kind, its
+    # detail, and the clients the difference is about (the member's; the leader's and the writers' of
+    # unreadable user data for an assignor round; the rejoining members' for rebalances over the bound).
+    kind: str = ""
+    detail: str = ""
+    clients: list[str] = field(default_factory=list)
+    known: dict[str, Any] | None = None  # set when it matches a registered open finding
 
     def to_json(self) -> dict[str, Any]:
         return {"comparison": self.comparison, "invariant": self.invariant, "message": self.message,
-                "evidence": self.evidence}
+                "evidence": self.evidence, "kind": self.kind, "detail": self.detail, "clients": self.clients,
+                "known": self.known}
 
 
 @dataclass
@@ -109,6 +127,10 @@ def _counts_at(topics: Sequence[tuple[int, Mapping[str, int]]], t: int) -> list[
 def assignor_rounds(wire: Sequence[Mapping[str, Any]], topics: Sequence[tuple[int, Mapping[str, int]]],
                     clients: Mapping[str, str], result: Comparison) -> None:
     pairs = _requests_and_responses(wire)
+    member_client: dict[str, str] = {}  # member id -> client, from the JoinGroup answers each member got
+    for req, resp in pairs:
+        if req["api"] == "JoinGroup" and resp is not None and resp.get("member_id") and req.get("client_id"):
+            member_client[str(resp["member_id"])] = clients.get(str(req["client_id"]).split("#", 1)[0], "?")
     join_answers: dict[tuple[int, int], Mapping[str, Any]] = {}  # (conn, generation) -> leader's answer
     for req, resp in pairs:
         if req["api"] == "JoinGroup" and resp is not None and resp.get("members"):
@@ -164,15 +186,28 @@ def assignor_rounds(wire: Sequence[Mapping[str, Any]], topics: Sequence[tuple[in
                 result.differences.append(Difference(
                     "assignor", None, f"generation {generation}: {client}'s {strategy} assignor (leader {leader}) "
                     "gave another assignment than Kafka's for the same input",
-                    {**evidence, "partitions": counts, "model": {m: _names(p) for m, p in sorted(model_sets.items())}}))
+                    {**evidence, "partitions": counts, "model": {m: _names(p) for m, p in sorted(model_sets.items())}},
+                    kind="assignment-differs", detail=strategy, clients=[client]))
         else:
             held = [o for o in outcomes if not o[2]]
             if not held:
                 counts, model_sets, verdict, _ = outcomes[0]
+                # Whose user data the leader could not read (sticky's previous assignment): a difference
+                # caused by it is also about the client that wrote it.
+                # Sticky's user data comes in two formats (Java's, kafka-python 3.0's versioned one,
+                # group_wire); a client reads only its own, so a writer of the other format is not read.
+                own = next((m.get("owned_from") for m in answer["members"]
+                            if str(m["member_id"]) == str(req.get("member_id"))), None)
+                writers = sorted({member_client.get(str(m["member_id"]), "?") for m in answer["members"]
+                                  if m.get("sticky_user_data_error") or (
+                                      own and m.get("owned_from") and m.get("owned_from") != own)})
                 result.differences.append(Difference(
                     "assignor", verdict[0], f"generation {generation}: {client}'s {strategy} assignor (leader "
                     f"{leader}) broke {', '.join(verdict)}",
-                    {**evidence, "partitions": counts, "model": {m: _names(p) for m, p in sorted(model_sets.items())}}))
+                    {**evidence, "partitions": counts, "model": {m: _names(p) for m, p in sorted(model_sets.items())}},
+                    kind="promise-broken",
+                    detail=f"{strategy} {','.join(verdict)}" + (" with unreadable user data" if writers else ""),
+                    clients=sorted({client, *writers})))
             elif not any(o[3] for o in held):
                 result.notes.append(f"generation {generation}: {client}'s {strategy} kept every promise but chose "
                                     "another assignment than the model (allowed: docs/conformance.md)")
@@ -181,93 +216,101 @@ def assignor_rounds(wire: Sequence[Mapping[str, Any]], topics: Sequence[tuple[in
 # -- 2. the member's reaction ---------------------------------------------------------------------
 
 
-def stop_times(timeline: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
-    """When the runner told each member (base name) to stop -- its leave, crash and restart steps --
-    and (key ``""``) the end of the run. Callbacks after that are the close's, not a reaction."""
-    out: dict[str, list[int]] = {"": [max((int(e["timestamp"]) for e in timeline), default=0)]}
+def _stops(timeline: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, str]]]:
+    """When and how the runner stopped each member (base name): leave / end close it, crash and restart
+    kill it (SIGKILL); key ``""`` is the end of the run."""
+    out: dict[str, list[tuple[int, str]]] = {"": [(max((int(e["timestamp"]) for e in timeline), default=0), "end")]}
     for e in timeline:
         if e["step"] in ("leave", "crash", "restart") and e.get("member"):
-            out.setdefault(str(e["member"]), []).append(int(e["timestamp"]))
+            out.setdefault(str(e["member"]), []).append((int(e["timestamp"]), str(e["step"])))
     return out
 
 
-def _stop_at(stops: Mapping[str, list[int]], name: str, events: list[dict[str, Any]]) -> int | None:
-    """The first stop of this incarnation: after its first event."""
-    if not stops:
-        return None
-    born = min((int(e["timestamp"]) for e in events), default=0)
-    times = [t for t in stops.get(name.split("#", 1)[0], []) if t >= born] + list(stops.get("", []))
-    return min(times) if times else None
+def commit_policy(doc: Mapping[str, Any]) -> str:
+    """``auto``, ``sync`` or ``none``: the scenario's (docs/scenarios.md; auto-commit is Kafka's default)."""
+    config = doc.get("config") or {}
+    if config.get("enable_auto_commit", True):
+        return "auto"
+    return str(config.get("commit", "none"))
 
 
-def member_reactions(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, list[dict[str, Any]]],
-                     result: Comparison, stops: Mapping[str, list[int]] | None = None) -> None:
+def member_replays(wire: Sequence[Mapping[str, Any]], traces: Mapping[str, list[dict[str, Any]]],
+                   doc: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]], clients: Mapping[str, str],
+                   result: Comparison) -> dict[str, list[int]]:
+    """Comparison 2: every real member against the model's member replayed on the same answers
+    (conformance/member_replay.py). Returns, per incarnation, when it rejoined without a cause the
+    model knows (what :func:`rebalances_per_change` attributes extra rebalances to)."""
+    from conformance.member_replay import commits, replay_member
+
     pairs = _requests_and_responses(wire)
+    order = {id(m): i for i, m in enumerate(wire)}
+    joins: dict[str, Mapping[str, Any]] = {}
+    for step in doc.get("steps", ()):
+        if step.get("do") == "join":
+            joins.setdefault(str(step["member"]), step)
+    metadata = tuple(sorted((str(t), int(n)) for t, n in (doc.get("topics") or {}).items()))
+    stops = _stops(timeline)
+    policy = commit_policy(doc)
+    unexpected: dict[str, list[int]] = {}
     for name, events in sorted(traces.items()):
-        stop_at = _stop_at(stops or {}, name, events)
-        protocol = next((e.get("protocol") for e in events if e.get("protocol")), None)
+        base = name.split("#", 1)[0]
+        client = clients.get(base, "?")
+        step = joins.get(base)
+        if step is None:
+            result.unchecked.append(f"{name}: no join step names it; not replayed")
+            continue
+        born = min((int(e["timestamp"]) for e in events), default=0)
+        own = sorted((t, k) for t, k in stops.get(base, []) if t >= born)
+        stop = own[0] if own else stops[""][0]
         mine = [(req, resp) for req, resp in pairs if req.get("client_id") == name]
-        joins = [req for req, _ in mine if req["api"] == "JoinGroup"]
-        if protocol == "eager":
-            for req in joins[1:]:
-                owned = owned_after([e for e in events if e["timestamp"] <= req["timestamp"]])
-                result.reactions += 1
-                if owned:
-                    result.differences.append(Difference(
-                        "reaction", "eager-revoke-all", f"{name} (eager) sent JoinGroup at {req['timestamp']} "
-                        f"still owning {', '.join(_names(owned))}: it must revoke everything first",
-                        {"member": name, "join": req["timestamp"], "owned": _names(owned)}))
-        elif protocol == "cooperative":
-            for i, (req, resp) in enumerate(mine):
-                if req["api"] != "SyncGroup" or resp is None or resp.get("error") != "NONE":
-                    continue
-                if resp["assignment"].get("partitions") is None:
-                    continue
-                t = int(resp["timestamp"])
-                assigned = _tps(resp["assignment"]["partitions"])
-                owned = owned_after([e for e in events if e["timestamp"] < t])
-                later = [e for e in events if e["timestamp"] >= t]
-                nxt = next((r for r, _ in mine[i + 1:] if r["api"] in ("JoinGroup", "LeaveGroup")), None)
-                window = [e for e in later if (nxt is None or e["timestamp"] <= nxt["timestamp"])
-                          and (stop_at is None or e["timestamp"] < stop_at)]
-                if stop_at is not None and t >= stop_at:
-                    continue
-                if nxt is None and not any(e.get("name") in ("partitions_assigned", "partitions_revoked",
-                                                              "partitions_lost", "shutdown_complete")
-                                           for e in window):
-                    result.unchecked.append(f"{name}: no callback after the SyncGroup answer at {t} (killed?)")
-                    continue
-                revoked = frozenset().union(*(_tps(e.get("partitions")) for e in window
-                                              if e.get("name") == "partitions_revoked")) if window else frozenset()
-                added = frozenset().union(*(_tps(e.get("partitions")) for e in window
-                                            if e.get("name") == "partitions_assigned")) if window else frozenset()
-                if any(e.get("name") in ("partitions_lost", "shutdown_complete") for e in window):
-                    continue  # it left or lost the group before reacting: nothing the model expects here
-                result.reactions += 1
-                must_revoke, must_add = owned - assigned, assigned - owned
-                if revoked != must_revoke or added != must_add:
-                    result.differences.append(Difference(
-                        "reaction", "revoke-only-moved", f"{name} (cooperative) owned {_names(owned)} and was "
-                        f"assigned {_names(assigned)} at {t}: it revoked {_names(revoked)} (expected "
-                        f"{_names(must_revoke)}) and was assigned {_names(added)} (expected {_names(must_add)})",
-                        {"member": name, "sync": t}))
-                elif must_revoke and (nxt is None or nxt["api"] != "JoinGroup"):
-                    result.differences.append(Difference(
-                        "reaction", "converges", f"{name} (cooperative) revoked {_names(must_revoke)} at {t} but "
-                        "did not rejoin", {"member": name, "sync": t}))
+        try:
+            replay = replay_member(name, client, tuple(step.get("assignors", ["range"])),
+                                   tuple(step.get("topics", ())), metadata, mine, events, timeline, stop, order)
+        except (ValueError, KeyError, AssertionError) as exc:  # the model refuses the member's setup
+            result.unchecked.append(f"{name}: the model's member cannot replay it: {type(exc).__name__}: {exc}")
+            continue
+        found, unchecked = commits(name, policy, mine, events, stop)
+        result.reactions += replay.compared
+        result.unchecked += replay.unchecked + unchecked
+        unexpected[name] = list(replay.unexpected_rejoins)
+        for f in replay.found + found:
+            result.differences.append(Difference("reaction", f.kind, f.message, {**f.evidence, "client": client},
+                                                 kind=f.kind, detail=f.detail, clients=[client]))
+    return unexpected
 
 
 def members_that_died(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[str, str],
-                      result: Comparison) -> None:
+                      result: Comparison, clients: Mapping[str, str] | None = None) -> None:
     """A member whose driver caught a fatal error from its client (``shutdown_complete`` with ``failed``)
     died on its own: the model's member never does that for what a scenario does (its only fatal errors
     are the coordinator's FENCED_INSTANCE_ID and INCONSISTENT_GROUP_PROTOCOL, which the model's run shows)."""
+    clients = clients or {}
     for name, events in sorted(traces.items()):
         if any(e.get("name") == "shutdown_complete" and e.get("failed") for e in events):
             fatal = next((line for line in logs.get(name, "").splitlines() if "fatal" in line), "")
+            error = _fatal(fatal)
             result.differences.append(Difference(
                 "reaction", None, f"{name} died of an error from its client: {fatal.strip() or 'see its log'}",
-                {"member": name, "log": fatal.strip()}))
+                {"member": name, "log": fatal.strip()}, kind="client-died", detail=error,
+                clients=[clients.get(name.split("#", 1)[0], "?")]))
+
+
+def _fatal(log: str) -> str:
+    """The error a driver wrote when its client killed it (``groupspec driver: fatal: <error>``)."""
+    line = next((line for line in log.splitlines() if "fatal" in line), "")
+    return line.split("fatal:", 1)[1].strip() if "fatal:" in line else ""
+
+
+def deaths(traces: Mapping[str, list[dict[str, Any]]], logs: Mapping[str, str]) -> dict[str, tuple[int, str]]:
+    """When, and of what error, each member that died of its client's error (``shutdown_complete``
+    with ``failed``) died."""
+    out: dict[str, tuple[int, str]] = {}
+    for name, events in traces.items():
+        t = next((int(e["timestamp"]) for e in events if e.get("name") == "shutdown_complete" and e.get("failed")),
+                 None)
+        if t is not None:
+            out[name] = (t, _fatal(logs.get(name, "")))
+    return out
 
 
 # -- 3. the whole run -----------------------------------------------------------------------------
@@ -314,8 +357,15 @@ def whole_run(real_report: Mapping[str, Any], model_violations: Mapping[str, str
 
 
 def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[Mapping[str, Any]],
-                          cooperative: bool, result: Comparison) -> None:
-    """Generations begun between one step and the next, against the model's bound."""
+                          cooperative: bool, result: Comparison, unexpected: Mapping[str, list[int]] | None = None,
+                          clients: Mapping[str, str] | None = None,
+                          died: Mapping[str, tuple[int, str]] | None = None) -> None:
+    """Generations begun between one step and the next, against the model's bound. ``unexpected``
+    (from :func:`member_replays`): when each member rejoined with no cause the model knows; a window
+    over the bound that holds such rejoins names their clients (``detail`` "after an unexpected
+    rejoin"), which is what a registered finding about that client may match; else one that holds the
+    death of a member of its client's own error (``died``: :func:`deaths`) names that client (its leaving
+    is a membership change the scenario does not make)."""
     answers = [m for m in wire if m["kind"] == "response" and m["api"] == "JoinGroup" and m.get("error") == "NONE"]
     raced = [m for m in wire if m["kind"] == "response" and m["api"] == "SyncGroup"
              and m.get("error") == "REBALANCE_IN_PROGRESS"]
@@ -334,16 +384,25 @@ def rebalances_per_change(wire: Sequence[Mapping[str, Any]], timeline: Sequence[
         if step["step"] in ("crash", "restart", "freeze") and not generations:
             continue
         if len(generations) > bound:
+            rejoined = sorted(name for name, times in (unexpected or {}).items() if any(lo <= t < hi for t in times))
+            dead = sorted(name for name, (t, _) in (died or {}).items() if lo <= t < hi)
+            errors = sorted({(died or {})[n][1] for n in dead})
             result.differences.append(Difference(
                 "whole-run", "converges", f"after {step['step']} {step.get('member') or ''}: {len(generations)} "
-                f"rebalances (generations {sorted(generations)}), the model's bound is {bound}",
-                {"step": dict(step), "generations": sorted(generations)}))
+                f"rebalances (generations {sorted(generations)}), the model's bound is {bound}"
+                + (f"; unexpected rejoins by {', '.join(rejoined)}" if rejoined else "")
+                + (f"; {', '.join(dead)} died of its client's error" if dead and not rejoined else ""),
+                {"step": dict(step), "generations": sorted(generations), "unexpected_rejoins": rejoined, "died": dead},
+                kind="rebalances-over-bound",
+                detail="after an unexpected rejoin" if rejoined else
+                f"after a member died of its client's error: {', '.join(errors)}" if dead else "",
+                clients=sorted({(clients or {}).get(n.split("#", 1)[0], "?") for n in (rejoined or dead)})))
 
 
 def read_traces(paths: Sequence[Path]) -> dict[str, list[dict[str, Any]]]:
     return {p.stem: read_events(p) for p in paths}
 
 
-__all__ = ["Comparison", "Difference", "assignor_rounds", "check_real_traces", "conn_members", "member_reactions",
-           "members_that_died",
+__all__ = ["KINDS", "Comparison", "Difference", "assignor_rounds", "check_real_traces", "commit_policy", "conn_members", "deaths",
+           "member_replays", "members_that_died",
            "read_traces", "rebalances_per_change", "whole_run"]

@@ -1,9 +1,10 @@
 """Conformance campaigns end to end: generated scenarios, a real mixed group on the mock, the verdicts.
 
 One real run (module fixture): three members, one per client (librdkafka, kafka-python, aiokafka), join
-one after another with range; one is killed, one leaves. It must pass: every leader's assignment equal to
-the model's range, every eager member revoking before it rejoins, the checker and the model agreeing, one
-rebalance per change. The other tests need no client, except the command-line replay.
+one after another with range; one is killed, one leaves. It must pass, or show only registered open findings
+(known findings): every leader's assignment equal to the model's range, every member doing what the model's
+member does on the same answers, the checker and the model agreeing, one rebalance per change. The other
+tests need no client, except the command-line replay.
 """
 
 from __future__ import annotations
@@ -96,16 +97,11 @@ def mixed_run(tmp_path_factory: pytest.TempPathFactory) -> campaign.RunRecord:
 @pytest.mark.clients
 def test_a_mixed_group_conforms(mixed_run: campaign.RunRecord) -> None:
     r = mixed_run
-    if r.verdict == "divergence":
-        # One divergence is a registered client bug, not the suite's: kafka-python 3.0.12 replaces a join
-        # that completed between two polls and rejoins (finding kafka-python-join-task-replaced), one
-        # rebalance more than the bound after its own step. It shows when the machine is loaded; every
-        # other difference still fails this test.
-        diffs = r.comparison.get("differences", [])
-        assert r.error is None and diffs and all(
-            d["invariant"] == "converges" and d["evidence"]["step"].get("member") == "b" for d in diffs), diffs
-    else:
-        assert r.verdict == "pass", (r.error, r.comparison.get("differences"))
+    # Registered open client bugs this group may meet (aiokafka's close without a revoke; kafka-python's
+    # replaced join task when the machine is loaded) are known findings, matched on their signatures
+    # (conformance/findings.py); any other difference is a divergence and fails this test.
+    assert r.error is None and r.verdict in ("pass", "known-finding"), r.comparison.get("differences")
+    assert all(d["known"] for d in r.comparison.get("differences", []))
     assert r.members == {"a": "confluent-kafka", "b": "kafka-python", "c": "aiokafka"}
     assert r.comparison["rounds"] >= 3  # one leader assignment per membership change, each checked
     assert r.comparison["reactions"] >= 2
@@ -164,7 +160,7 @@ def test_the_replay_command_reproduces_a_verdict(tmp_path: Path, mixed_run: camp
                  str(tmp_path / "out"), "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert [run["verdict"] for run in data["runs"]] == ["pass"]
+    assert [run["verdict"] for run in data["runs"]] in (["pass"], ["known-finding"])  # exit 0 either way
     assert {"client", "client_version", "strategy", "scenario", "verdict", "replay"} <= set(data["runs"][0])
     assert data["findings"] and (tmp_path / "out" / "conformance.html").exists()
-    assert "[1/1] pass" in r.stderr  # progress
+    assert f"[1/1] {data['runs'][0]['verdict']} " in r.stderr  # progress

@@ -6,6 +6,7 @@ another test name it (``pytest`` replays), and that test must exist.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +74,41 @@ def test_findings_replayed_by_another_test_name_one_that_exists(entry: dict[str,
 @pytest.mark.clients
 @pytest.mark.parametrize("entry", _by_kind("conform"))
 def test_client_findings_on_the_embedded_coordinator_replay(entry: dict[str, Any], tmp_path: Path) -> None:
-    """The replay command's run, on the mock: the divergence the finding describes comes back."""
+    """The replay command's run, on the mock: the divergence the finding describes comes back, and is
+    classified as this known finding (its signature matches), not as a new divergence."""
     import json
 
     r = entry["replay"]
     doc = json.loads((ROOT / r["scenario"]).read_text(encoding="utf-8"))
     record = campaign.run_scenario(doc, r["clients"].split(","), tmp_path / "run")
-    assert record.verdict == "divergence", record.comparison
-    assert any(r["expect"] in d["message"] for d in record.comparison["differences"])
+    assert record.verdict == "known-finding", record.comparison
+    matched = [d for d in record.comparison["differences"] if (d["known"] or {}).get("finding") == entry["id"]]
+    assert any(r["expect"] in d["message"] or r["expect"] == d["detail"] for d in matched), record.comparison
+
+
+def test_every_signature_names_a_difference_the_comparisons_make() -> None:
+    """A signature with a misspelt kind would never match: the known finding would show as new, and the
+    register would claim a classification it never makes."""
+    import re
+
+    from conformance.compare import KINDS
+
+    signed = [e for e in findings.load() if "signature" in e]
+    assert len(signed) >= 8
+    for e in signed:
+        for d in e["signature"]["differences"]:
+            assert d["kind"] in KINDS[d["comparison"]], (e["id"], d)
+            re.compile(d["detail"])
+
+
+def test_a_malformed_signature_is_refused(tmp_path: Path) -> None:
+    import json
+
+    entry = dict(findings.load()[0])
+    for bad, words in (({"client": "aiokafka", "versions": "=>1", "differences": []}, "versions"),
+                       ({"client": "aiokafka", "versions": "==1", "differences": [{"kind": "x"}]}, "differences[0]"),
+                       ({"client": "aiokafka", "differences": []}, "needs client")):
+        path = tmp_path / "f.json"
+        path.write_text(json.dumps([{**entry, "signature": bad}]))
+        with pytest.raises(ValueError, match=re.escape(words)):
+            findings.load(path)
