@@ -340,6 +340,10 @@ def summarise(rows: list[dict[str, Any]], equivalent: dict[str, dict[str, str]],
     return out
 
 
+#: model/ as the mutants see it: the score files themselves are not model code.
+MODEL_CODE = ("model", ":(exclude)model/proofs/mutation_score.json", ":(exclude)model/proofs/mutation_score.py",
+              ":(exclude)model/proofs/mutation_equivalent.json")
+
 NOT_RUN = {
     "layers": "the inductions over the Z3 encoding (protocol-*, delivery-* but delivery-tie, static-rejoin-fast-path) "
               "do not read model/ code and cannot see a mutant; tests/model/test_sticky_java.py (a JVM per mutant)",
@@ -356,6 +360,27 @@ def survivors(rows: list[dict[str, Any]], layers: Sequence[str],
         if any(v["verdict"] == "survived" for v in r["layers"].values())]
 
 
+def markdown(doc: dict[str, Any]) -> str:
+    """The tables docs/proofs.md and docs/benchmarks.md quote: the score per layer, then every survivor."""
+    s = doc["summary"]
+    lines = [f"{doc['sample']} of {doc['population']} mutants (seed {doc['seed']}), model/ at {doc['commit']}, "
+             f"{doc['date']}; {s['equivalent']} equivalent, {s['counted']} counted; "
+             f"{doc['seconds_per_mutant']} s per mutant, {doc['seconds_total']} s in all; {doc['machine']}.", "",
+             "| layer | killed | score (95% interval) | by its verdict | by a crash | by a timeout | s per mutant |",
+             "|---|---|---|---|---|---|---|"]
+    for layer, v in s["layers"].items():
+        lo, hi = v["interval95"]
+        per = doc.get("seconds_per_layer", {}).get(layer, "")
+        lines.append(f"| {layer} | {v['killed']}/{s['counted']} | {100 * (v['score'] or 0):.0f}% "
+                     f"({100 * lo:.0f}-{100 * hi:.0f}%) | {v['killed_by_verdict']} | {v['crash']} | {v['timeout']} "
+                     f"| {per} |")
+    lines += ["", "| surviving mutant | was | became | escaped | equivalent |", "|---|---|---|---|---|"]
+    for r in doc["survivors"]:
+        lines.append(f"| `{r['id']}` | `{r['before']}` | `{r['after']}` | {', '.join(r['escaped'])} | "
+                     f"{r['equivalent'] or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def rescore(out: Path, write_score: bool) -> int:
     """Recount a finished (or stopped) run: equivalent mutants are judged after the run, by reading them."""
     try:
@@ -368,7 +393,9 @@ def rescore(out: Path, write_score: bool) -> int:
     doc["summary"] = summarise(rows, equivalent, layers)
     doc["survivors"] = survivors(rows, layers, equivalent)
     doc["first_kills"] = first_kills(doc)
+    doc["commit"] = _git_commit(*MODEL_CODE)
     out.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    out.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
     if write_score:
         SCORE_FILE.write_text(json.dumps({k: v for k, v in doc.items() if k != "mutants"}, indent=1) + "\n",
                               encoding="utf-8")
@@ -470,7 +497,7 @@ def main(argv: list[str]) -> int:
             summary = summarise(done, equivalent, layers)
             result = {
                 "benchmark": "mutation", "complete": complete,
-                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": _git_commit("model"), "head": _git_commit(),
+                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": _git_commit(*MODEL_CODE), "head": _git_commit(),
                 "tool": "cosmic-ray 8.7.0 (operators and occurrences; layers run by benchmarks/bench_mutation.py)",
                 "command": "python -m benchmarks mutation -- " + " ".join(argv),
                 "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} "
