@@ -5,8 +5,12 @@ earlier test, example scenario, random walk or proof obligation reached.
 
 from __future__ import annotations
 
+import pytest
+
 from model import system as sy
+from model.classic.coordinator import ModelPreconditionError, member
 from model.types import TopicPartition
+from tests.model.test_coordinator_harness import Harness
 
 
 def test_producing_to_one_partition_appends_to_that_partition_only() -> None:
@@ -21,3 +25,14 @@ def test_producing_to_one_partition_appends_to_that_partition_only() -> None:
     # a partition the topic does not have is not a step
     assert sy.step(state, sy.RecordsProduced("t", 5, partition=3), config) is None
     assert sy.step(state, sy.RecordsProduced("t", 5, partition=-1), config) is None
+
+
+def test_the_coordinator_takes_any_rebalance_timeout_of_at_least_one_ms() -> None:
+    """Kafka accepts every positive rebalance timeout; the model's one precondition is >= 1 ms (its timers
+    need a deadline after now). The mutant ``model/classic/coordinator/join.py:81:NumberReplacer#0`` moved
+    the bound to 2 ms."""
+    h = Harness()
+    member_id = h.new_member("a#1", rebalance=1)
+    assert member(h.group, member_id) is not None
+    with pytest.raises(ModelPreconditionError):
+        Harness().join("b#1", rebalance=0)
