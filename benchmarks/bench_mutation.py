@@ -84,7 +84,8 @@ OPERATORS = (
 #: (133 digested runs of the whole system) cover every protocol module. tests/model/test_sticky_java.py is left
 #: out: it starts a JVM, and two workers would run two at once on a machine where each engineer may run one.
 _PROTOCOL_TESTS = ("tests/model/test_golden.py", "tests/model/test_system.py", "tests/model/test_stateful_walks.py",
-                   "tests/model/test_system_stuck.py", "tests/model/test_fidelity.py")
+                   "tests/model/test_system_stuck.py", "tests/model/test_fidelity.py",
+                   "tests/model/test_mutation_kills.py")
 TEST_SELECTION: dict[str, tuple[str, ...]] = {
     "model/classic/coordinator": ("tests/model/test_coordinator_*.py", *_PROTOCOL_TESTS),
     "model/classic/member": ("tests/model/test_member.py", "tests/model/test_stateful.py", *_PROTOCOL_TESTS),
@@ -375,9 +376,12 @@ def markdown(doc: dict[str, Any]) -> str:
                      f"({100 * lo:.0f}-{100 * hi:.0f}%) | {v['killed_by_verdict']} | {v['crash']} | {v['timeout']} "
                      f"| {per} |")
     lines += ["", "| surviving mutant | was | became | escaped | equivalent |", "|---|---|---|---|---|"]
+    def cell(text: str) -> str:  # a | in code would end the Markdown cell
+        return text.replace("|", "\\|")
+
     for r in doc["survivors"]:
-        lines.append(f"| `{r['id']}` | `{r['before']}` | `{r['after']}` | {', '.join(r['escaped'])} | "
-                     f"{r['equivalent'] or '-'} |")
+        lines.append(f"| `{r['id']}` | `{cell(r['before'])}` | `{cell(r['after'])}` | {', '.join(r['escaped'])} | "
+                     f"{cell(r['equivalent'] or '-')} |")
     return "\n".join(lines) + "\n"
 
 

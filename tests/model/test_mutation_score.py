@@ -110,3 +110,17 @@ def test_committed_equivalent_mutants_still_name_lines_of_the_model() -> None:
         source = (bm.ROOT / module).read_text(encoding="utf-8")
         assert entry["before"] in source, f"{entry['id']}: the line is gone; review the entry"
         assert entry["why"].strip(), f"{entry['id']}: an equivalent mutant says why"
+
+
+def test_groupspec_prove_reports_the_committed_score_beside_its_obligations(tmp_path: Path) -> None:
+    from groupspec.cli import main
+
+    committed = mutation_score.load()
+    assert committed is not None, "model/proofs/mutation_score.json is committed"
+    assert main(["prove", "--quiet", "--only", "range-balance", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "proof.json").read_text(encoding="utf-8"))
+    assert doc["mutation_score"]["commit"] == committed["commit"] and doc["held"] is True
+    md = (tmp_path / "proof.md").read_text(encoding="utf-8")
+    section = md[md.index("## Mutation score (measured)"):md.index("## Assumptions")]
+    assert f"at commit {committed['commit']}" in section and committed["date"] in section
+    assert "| range-balance | yes |" in section
