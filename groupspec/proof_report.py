@@ -111,6 +111,45 @@ def _summary(doc: Mapping[str, Any]) -> list[Block]:
                   caption="Mutants (each must be refuted with a concrete counterexample)")]
 
 
+def _mutation_score(doc: Mapping[str, Any]) -> Section:
+    """The measured mutation score (model/proofs/mutation_score.json), beside the obligations: how many
+    mutants of model/ each layer killed, and which obligations can see a mutant at all."""
+    ms = doc.get("mutation_score")
+    if not ms:
+        return Section("Mutation score (measured)", [
+            "No score file (model/proofs/mutation_score.json): run `python -m benchmarks mutation -- --write-score`."])
+    counted = ms.get("counted") or 0
+    rows = []
+    for layer, v in ms["layers"].items():
+        lo, hi = v.get("interval95", (0, 1))
+        rows.append([layer if layer != "any" else "any layer", f"{v['killed']}/{counted}",
+                     f"{100 * (v['score'] or 0):.0f}% (95%: {100 * lo:.0f}-{100 * hi:.0f}%)",
+                     v.get("killed_by_verdict", 0), v.get("crash", 0), v.get("timeout", 0)])
+    reads = set(ms.get("reads_model_code", ()))
+    first = ms.get("first_kills", {})
+    ob_rows = [[e["id"], "yes" if e["id"] in reads else "no: reads only the Z3 encoding",
+                first.get(e["id"], 0) if e["id"] in reads else "-"] for e in doc["obligations"]]
+    blocks: list[Block] = [
+        f"Measured {ms.get('date')} on model/ at commit {ms.get('commit')}, not proved: a seeded random sample of "
+        f"{ms.get('sample')} of the {ms.get('population')} Cosmic Ray mutants in {', '.join(ms.get('scope') or [])} "
+        f"({ms.get('equivalent', 0)} equivalent, left out; "
+        f"{'complete' if ms.get('complete', True) else 'stopped early: a shorter random sample'}), "
+        f"{ms.get('seconds_per_mutant')} s per mutant, {ms.get('seconds_total')} s in all ({ms.get('machine')}). "
+        f"Command: `{ms.get('command')}`.",
+        Table(["layer", "killed", "score", "by its own verdict", "by a crash", "by a timeout"], rows,
+              caption="Mutants of model/ killed, per layer"),
+        Table(["obligation", "can see a mutant of model/", "mutants it was first to fail on"], ob_rows,
+              caption="The obligations and the mutation score (proofs layer: cheapest obligation first, "
+                      "stopping at the first failure)"),
+    ]
+    survivors = ms.get("survivors") or []
+    if survivors:
+        blocks.append(Table(["surviving mutant (not equivalent)", "was", "became", "escaped"],
+                            [[s["id"], s["before"], s["after"], ", ".join(s["escaped"])] for s in survivors],
+                            caption="Mutants some layer did not kill"))
+    return Section("Mutation score (measured)", blocks)
+
+
 def _assumptions(doc: Mapping[str, Any]) -> Section:
     rows = [[a["id"], a["statement"], ", ".join(a["used_by"]) or "-"] for a in doc["assumptions"]]
     return Section("Assumptions", [Table(["id", "assumption", "obligations that depend on it"], rows)])
@@ -179,7 +218,7 @@ def _mutant_sections(doc: Mapping[str, Any]) -> Section:
 
 
 def build_document(doc: Mapping[str, Any]) -> Document:
-    blocks: list[Block] = [*_summary(doc), _assumptions(doc)]
+    blocks: list[Block] = [*_summary(doc), _mutation_score(doc), _assumptions(doc)]
     findings = _findings(doc)
     if findings is not None:
         blocks.append(findings)

@@ -1,0 +1,38 @@
+"""Tests added for mutants of model/ that every layer let through (benchmarks/bench_mutation.py; the list and
+why each matters is in docs/proofs.md, "Mutation testing"). Each pins one behaviour a user relies on that no
+earlier test, example scenario, random walk or proof obligation reached.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model import system as sy
+from model.classic.coordinator import ModelPreconditionError, member
+from model.types import TopicPartition
+from tests.model.test_coordinator_harness import Harness
+
+
+def test_producing_to_one_partition_appends_to_that_partition_only() -> None:
+    """A scenario's ``produce`` step with a ``partition`` (docs/scenarios.md); the mutant
+    ``model/system.py:686:ReplaceUnaryOperator_Delete_Not`` refused every partition that exists."""
+    config = sy.SystemConfig()
+    state = sy.initial_state(config, [("t", 3)])
+    result = sy.step(state, sy.RecordsProduced("t", 5, partition=1), config)
+    assert result is not None
+    after, _ = result
+    assert dict(after.log) == {TopicPartition("t", 1): 5}
+    # a partition the topic does not have is not a step
+    assert sy.step(state, sy.RecordsProduced("t", 5, partition=3), config) is None
+    assert sy.step(state, sy.RecordsProduced("t", 5, partition=-1), config) is None
+
+
+def test_the_coordinator_takes_any_rebalance_timeout_of_at_least_one_ms() -> None:
+    """Kafka accepts every positive rebalance timeout; the model's one precondition is >= 1 ms (its timers
+    need a deadline after now). The mutant ``model/classic/coordinator/join.py:81:NumberReplacer#0`` moved
+    the bound to 2 ms."""
+    h = Harness()
+    member_id = h.new_member("a#1", rebalance=1)
+    assert member(h.group, member_id) is not None
+    with pytest.raises(ModelPreconditionError):
+        Harness().join("b#1", rebalance=0)
