@@ -20,6 +20,8 @@ covered and why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -61,7 +63,8 @@ def finding(invariant: str | Column, severity: str, members: Column, partitions:
 # ------------------------------------------------------------------------------------------ overlaps
 
 
-def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -> DataFrame:
+def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
+             keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
     """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap.
 
     An overlap: ``new`` assigned a partition while ``old`` held it (old started before and had not
@@ -78,6 +81,7 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"), F.col("o.end").alias("end"))
+    ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
     rem = (ov.join(removed, (ov["group"] == removed["r_group"]) & (ov["old_mid"] == removed["r_member_id"])
