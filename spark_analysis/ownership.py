@@ -11,7 +11,9 @@ columns on the member rows, each a window function over the member's rows in the
 - ``gen_ff`` / ``mid_ff``: the member's generation and member id after the row (last non-null
   value in the incarnation), ``proto``: its protocol (the last ``protocol`` field, else what its
   first assignor implies, else the default), ``known``: whether what it owns is known (a callback
-  trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``).
+  trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``);
+  ``shut_down``: whether the member's last ``startup_complete`` / ``shutdown_complete`` so far is a
+  shutdown (the checker's ``Member.shutdown``).
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
   (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
@@ -82,7 +84,9 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
             .withColumn("mid_ff", in_inc(F.when(F.col("member_id") != "", F.col("member_id"))))
             .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
                                         | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
-                        .over(upto) == 1))
+                        .over(upto) == 1)
+            .withColumn("shut_down", F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True)
+                                                .over(upto) == SHUTDOWN, F.lit(False))))
     wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
