@@ -13,7 +13,9 @@ engine deduplicates copies). Kept in ``--work`` between runs.
 - **Spark, whole job** -- ``spark_analysis.mine.run``: every covered invariant, the well-formedness
   pass, the analytics, violations.parquet; for each ``--masters`` entry (default ``local[1]`` and
   ``local[2]``, the scaling curve). End-to-end wall time, from a fresh SparkSession's first read
-  to the last result; the driver JVM's peak RSS (``VmHWM``).
+  to the last result; the CPU seconds of the JVM (driver and local executor threads: what the job cost,
+  whatever else the shared machine ran) and the 1-minute load average before and after; the driver
+  JVM's peak RSS (``VmHWM``).
 - **Spark, core** -- only ``single-owner`` / ``zombie-overlap`` (the overlap self-join with the zombie
   classification) and ``consume-owned-only`` / ``commit-owned-only`` (unowned entries), written
   to Parquet.
