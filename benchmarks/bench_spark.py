@@ -13,7 +13,9 @@ engine deduplicates copies). Kept in ``--work`` between runs.
 - **Spark, whole job** -- ``spark_analysis.mine.run``: every covered invariant, the well-formedness
   pass, the analytics, violations.parquet; for each ``--masters`` entry (default ``local[1]`` and
   ``local[2]``, the scaling curve). End-to-end wall time, from a fresh SparkSession's first read
-  to the last result; the driver JVM's peak RSS (``VmHWM``).
+  to the last result; the CPU seconds of the JVM (driver and local executor threads: what the job cost,
+  whatever else the shared machine ran) and the 1-minute load average before and after; the driver
+  JVM's peak RSS (``VmHWM``).
 - **Spark, core** -- only ``single-owner`` / ``zombie-overlap`` (the overlap self-join with the zombie
   classification) and ``consume-owned-only`` / ``commit-owned-only`` (unowned entries), written
   to Parquet.
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import resource
 import time
@@ -78,15 +81,27 @@ def replicate(pool_dir: Path, work: Path, events: int) -> tuple[Path, int, int]:
     return out, info["events"] * copies, copies
 
 
+def _jvm_pid(spark: Any) -> int:
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
 def _jvm_peak_mb(spark: Any) -> float | None:
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{_jvm_pid(spark)}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         return None
     return None
+
+
+def _jvm_cpu_s(spark: Any) -> float:
+    """CPU seconds the driver JVM (driver and, in local mode, the executor threads) has used so far.
+
+    On a shared machine the wall time says as much about the other processes as about Spark; the CPU
+    time is what the job itself cost."""
+    fields = Path(f"/proc/{_jvm_pid(spark)}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _dir_name(master: str) -> str:
@@ -102,22 +117,35 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool) -> dict[str
     from spark_analysis.ownership import intervals, member_rows
 
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     spark = session.build(master, app="bench spark", extra={"spark.driver.memory": "6g"})
+    cpu_start = _jvm_cpu_s(spark)
     try:
         if core_only:
+            cached: list[Any] = []
+
+            def keep(df: Any) -> Any:
+                cached.append(df.persist())
+                return cached[-1]
+
             events = mine.load(spark, corpus).repartition("group")
-            rows = member_rows(events, None).persist()
-            found = inv.overlaps(intervals(rows), rows, inv.removals(events), 0).unionByName(inv.unowned(rows))
+            rows = keep(member_rows(events, None))
+            iv = keep(intervals(rows))
+            found = inv.overlaps(iv, rows, inv.removals(events), 0, keep).unionByName(inv.unowned(rows))
             found.write.mode("overwrite").parquet(str(out / "core.parquet"))
             n = spark.read.parquet(str(out / "core.parquet")).agg(F.count(F.lit(1))).collect()[0][0]
-            rows.unpersist()
+            for df in cached:
+                df.unpersist()
             result = {"findings": n}
         else:
             report = mine.run(spark, corpus, out)
             result = {"findings": len(report["violations"]) + len(report["warnings"]),
                       "shuffles": report["spark"]["shuffles"]}
         result["seconds"] = round(time.monotonic() - started, 2)
+        result["jvm_cpu_s"] = round(_jvm_cpu_s(spark) - cpu_start, 1)
         result["driver_jvm_peak_mb"] = _jvm_peak_mb(spark)
+        result["spark_version"] = spark.version
+        result["load_1min"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
     finally:
         spark.stop()
     return result
@@ -178,11 +206,13 @@ def duckdb_run(corpus: Path, threads: int) -> dict[str, Any]:
     import duckdb
 
     started = time.monotonic()
+    cpu_start = time.process_time()
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     n = con.execute(DUCKDB_CORE.format(events=corpus / "events")).fetchone()
     con.close()
     return {"findings": n[0] if n else None, "seconds": round(time.monotonic() - started, 2),
+            "cpu_s": round(time.process_time() - cpu_start, 1), "load_1min": round(os.getloadavg()[0], 1),
             "process_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
@@ -225,17 +255,20 @@ def main(argv: list[str] | None = None) -> int:
         for master in args.masters.split(","):
             r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False)
             r["events_per_s"] = round(events / r["seconds"])
+            r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None
             run[f"spark {master} whole"] = r
             print(f"{events:,} events, spark {master} whole job: {r}", flush=True)
         if not args.no_core:
             master = args.masters.split(",")[-1]
             r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}-core", core_only=True)
             r["events_per_s"] = round(events / r["seconds"])
+            r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None
             run[f"spark {master} core"] = r
             print(f"{events:,} events, spark {master} core: {r}", flush=True)
         if not args.no_duckdb:
             r = duckdb_run(corpus_dir, threads=2)
             r["events_per_s"] = round(events / r["seconds"])
+            r["events_per_cpu_s"] = round(events / r["cpu_s"]) if r["cpu_s"] else None
             run["duckdb core"] = r
             print(f"{events:,} events, duckdb core (2 threads): {r}", flush=True)
         results["runs"].append(run)

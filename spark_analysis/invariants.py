@@ -20,6 +20,8 @@ covered and why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -61,7 +63,8 @@ def finding(invariant: str | Column, severity: str, members: Column, partitions:
 # ------------------------------------------------------------------------------------------ overlaps
 
 
-def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -> DataFrame:
+def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
+             keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
     """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap.
 
     An overlap: ``new`` assigned a partition while ``old`` held it (old started before and had not
@@ -78,6 +81,7 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int) -
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"), F.col("o.end").alias("end"))
+    ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
     rem = (ov.join(removed, (ov["group"] == removed["r_group"]) & (ov["old_mid"] == removed["r_member_id"])
@@ -194,19 +198,20 @@ def _aggregated(cands: DataFrame, invariant: str, verb: str) -> DataFrame:
 
 def unowned(rows: DataFrame) -> DataFrame:
     """consume-owned-only and commit-owned-only: entries of partitions the member did not own at that moment."""
-    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
-    winc = Window.partitionBy("group", "member", "inc", "topic", "partition").orderBy("seq", "part")
-    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
+    # one window (member and partition, the checker's order) for every column here: the position is the last
+    # poll's in this incarnation (the last poll of the partition, kept when its incarnation is this one's)
+    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
     name = F.col("name")
     polled = name.isin(CONSUMED, RECORD_DATA)
     committed = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) & \
         (F.coalesce(F.col("error"), F.lit("")) == "")
-    pos = F.last(F.when(polled, F.col("maxOffset") + 1), True).over(winc.rowsBetween(UNB, -1))
-    shut = F.last(F.when(name.isin("startup_complete", "shutdown_complete"), name), True).over(wm)
+    last_poll = F.last(F.when(polled & F.col("maxOffset").isNotNull(), F.struct(
+        F.col("inc").alias("i"), (F.col("maxOffset") + 1).alias("v"))), True).over(wmtp.rowsBetween(UNB, -1))
+    pos = F.when(last_poll["i"] == F.col("inc"), last_poll["v"])
     base = (rows.filter(F.col("topic").isNotNull() & (polled | committed | (name == ASSIGNED)))
-            .withColumn("assigned_count", F.sum(F.col("is_new").cast("int")).over(wmtp))
+            .withColumn("assigned_count", F.sum(F.col("is_new").cast("int")).over(wmtp.rowsBetween(UNB, 0)))
             .withColumn("pos", pos)
-            .withColumn("after_shutdown", F.coalesce(shut == "shutdown_complete", F.lit(False)))
+            .withColumn("after_shutdown", F.col("shut_down"))
             .withColumn("w", where())
             .filter(~F.col("owned_before") & F.col("known")))
     consumed = base.filter(polled)

@@ -58,6 +58,11 @@ class Plan:
     rebalances: DataFrame
     pauses: DataFrame
     moves: DataFrame
+    cached: list[DataFrame]
+
+    def release(self) -> None:
+        for df in self.cached:
+            df.unpersist()
 
 
 def load(spark: SparkSession, corpus: Path) -> DataFrame:
@@ -65,17 +70,24 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
 
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
-    events = inv.group_generations(load(spark, corpus).repartition("group")).persist()
-    rows = member_rows(events, config.default_protocol).persist()
-    iv = intervals(rows)
-    found = (inv.overlaps(iv, rows, inv.removals(events), config.skew_ms)
+    cached: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        """Cache a frame read by more than one branch of the job (else each branch recomputes its windows)."""
+        cached.append(df.persist())
+        return cached[-1]
+
+    events = keep(inv.group_generations(load(spark, corpus).repartition("group")))
+    rows = keep(member_rows(events, config.default_protocol))
+    iv = keep(intervals(rows))
+    found = (inv.overlaps(iv, rows, inv.removals(events), config.skew_ms, keep)
              .unionByName(inv.revoked_then_assigned(rows))
              .unionByName(inv.unowned(rows))
              .unionByName(inv.stale_commits(rows))
              .unionByName(inv.generation_down(rows))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
-                rb.moves(rows))
+                rb.moves(rows), cached)
 
 
 def shuffles(df: DataFrame) -> dict[str, int]:
@@ -158,7 +170,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
             found_df = p.findings
         found = [_finding_json(r) for r in found_df.collect()]
         n_shuffles = shuffles(p.findings)
-        counts = p.events.agg(F.countDistinct("group", "seq").alias("events"), F.count(F.lit(1)).alias("rows"),
+        # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
+        counts = p.events.agg(F.count(F.when(F.col("part") == 0, 1)).alias("events"), F.count(F.lit(1)).alias("rows"),
                               F.countDistinct("group").alias("groups")).collect()[0]
         bad = [r.asDict(recursive=True) for r in wf.summary(p.malformed).collect()]
         rebalances = p.rebalances.persist()
@@ -172,8 +185,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         moved = p.moves.count()
         rb_total = rebalances.count()
         rebalances.unpersist()
-    p.rows.unpersist()
-    p.events.unpersist()
+    p.release()
     found.sort(key=lambda f: (f["severity"] != inv.VIOLATION, f["group"], f["window"][0], f["invariant"],
                               f["members"], [(t["topic"], t["partition"]) for t in f["partitions"]]))
     violations = [f for f in found if f["severity"] == inv.VIOLATION]

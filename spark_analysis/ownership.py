@@ -11,7 +11,9 @@ columns on the member rows, each a window function over the member's rows in the
 - ``gen_ff`` / ``mid_ff``: the member's generation and member id after the row (last non-null
   value in the incarnation), ``proto``: its protocol (the last ``protocol`` field, else what its
   first assignor implies, else the default), ``known``: whether what it owns is known (a callback
-  trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``).
+  trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``);
+  ``shut_down``: whether the member's last ``startup_complete`` / ``shutdown_complete`` so far is a
+  shutdown (the checker's ``Member.shutdown``).
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
   (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
@@ -71,13 +73,20 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
             .withColumn("inc", F.sum((name == STARTUP).cast("int")).over(upto))
             .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
             .withColumn("proto", _protocol(default_protocol)))
-    wi = Window.partitionBy("group", "member", "inc").orderBy("seq", "part").rowsBetween(UNB, 0)
+    # the last value within the incarnation, read over the member's own window (one sort for all of them):
+    # the last value of the member, kept only when it was seen in this incarnation
+    def in_inc(value: Column) -> Column:
+        last = F.last(F.when(value.isNotNull(), F.struct(F.col("inc").alias("i"), value.alias("v"))), True).over(upto)
+        return F.when(last["i"] == F.col("inc"), last["v"])
+
     rows = (rows
-            .withColumn("gen_ff", F.last("generation", True).over(wi))
-            .withColumn("mid_ff", F.last(F.when(F.col("member_id") != "", F.col("member_id")), True).over(wi))
+            .withColumn("gen_ff", in_inc(F.col("generation")))
+            .withColumn("mid_ff", in_inc(F.when(F.col("member_id") != "", F.col("member_id"))))
             .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
                                         | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
-                        .over(upto) == 1))
+                        .over(upto) == 1)
+            .withColumn("shut_down", F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True)
+                                                .over(upto) == SHUTDOWN, F.lit(False))))
     wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
@@ -91,20 +100,22 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
 def intervals(rows: DataFrame) -> DataFrame:
     """One row per ownership interval (see the module doc), with how and when it ended."""
     name = F.col("name")
-    wm = Window.partitionBy("group", "member").orderBy("seq", "part")
     ev_where = where()
     # "the next X after this row" is the last X of the rows after it, read backwards: a running frame over the
     # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
-    # partition for every row: quadratic per member.)
-    back_m = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
+    # partition for every row: quadratic per member.) Every per-member column is read in that one reversed
+    # order -- the row before is the one after in it (lead), the member's last row its first -- so the
+    # member's rows are sorted once here, and once more per partition for the next release.
+    back = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part"))
+    back_m = back.rowsBetween(UNB, -1)
     back_tp = Window.partitionBy("group", "member", "life", "topic", "partition") \
         .orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
     release = F.last(F.when(F.col("is_release"), F.struct(
         F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
         F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
         F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
-    prev_ts = F.lag("timestamp").over(wm)
-    prev_gen = F.lag("gen_ff").over(wm)
+    prev_ts = F.lead("timestamp").over(back)
+    prev_gen = F.lead("gen_ff").over(back)
     life_end = F.when(name.isin(STARTUP, SHUTDOWN), F.struct(
         F.col("seq").alias("seq"),
         F.when(name == SHUTDOWN, F.col("timestamp")).otherwise(F.coalesce(prev_ts, F.col("timestamp"))).alias("ts"),
@@ -112,14 +123,14 @@ def intervals(rows: DataFrame) -> DataFrame:
         .otherwise(F.lit("shutdown")).alias("kind"),
         F.when(name == SHUTDOWN, F.col("gen_ff")).otherwise(prev_gen).alias("gen"),
         F.col("source").alias("source"), ev_where.alias("where")))
-    whole = wm.rowsBetween(UNB, UNF)
+    whole = back.rowsBetween(UNB, UNF)
     rows = (rows
             .withColumn("_life_end", life_end)
-            .withColumn("next_release", release.over(back_tp))
             .withColumn("next_life", F.last("_life_end", True).over(back_m))
             .withColumn("last_ts", F.max("timestamp").over(whole))
-            .withColumn("last_gen", F.last("gen_ff").over(whole))
-            .withColumn("last_source", F.last("source").over(whole)))
+            .withColumn("last_gen", F.first("gen_ff").over(whole))
+            .withColumn("last_source", F.first("source").over(whole))
+            .withColumn("next_release", release.over(back_tp)))
     new = rows.filter(F.col("is_new"))
     rel, life = F.col("next_release"), F.col("next_life")
     by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))

@@ -25,6 +25,14 @@ CONF = {
     # adaptive execution re-plans the cached corpus as an adaptive plan whose partitioning the planner cannot
     # see, which put an exchange under every window and join (175 exchanges on the sample corpus; 21 without)
     "spark.sql.adaptive.enabled": "false",
+    # every join is keyed by group, and the corpus is partitioned by group: a sort-merge join then needs no
+    # shuffle, while a broadcast join collects one side (the ownership intervals) to the driver and copies it
+    # to every task -- driver memory growing with the corpus
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # Spark 4 plans a runtime Bloom filter for the removals join: a subquery job over the cached corpus
+    # started while the corpus is still being cached, which then waits on the cache's locks (the join's other
+    # side is a few rows per group; the filter saves nothing)
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
 }
 
 
