@@ -191,7 +191,8 @@ def _simulate_task(spec: CorpusSpec, indices: list[int], out: Path, task: int) -
         label = f"{group}.jsonl"
         for n, event in enumerate(trace, start=1):
             member = None if event["name"].startswith("coordinator_") else (event.get("member") or label)
-            cols.add_event(event, group=group, member=member, seq=n, source=label, line=n, jsonl=True)
+            cols.add_event(event, group=group, member=member, seq=n, source=label, line=n, jsonl=True,
+                           fmt="groupspec")
         truth[group] = entry
         events += len(trace)
     write_part(cols.table(), out, task)
@@ -323,7 +324,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         else:
             group = groups.group(member, event, superseded=callback and not jsonl)
         cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
-                       jsonl=jsonl, callback=callback)
+                       jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown)
         events += 1
         if len(cols) >= ROWS_PER_PART:
             write_part(cols.table(), out, part)
