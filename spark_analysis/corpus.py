@@ -248,9 +248,11 @@ class _MemberGroups:
     of: dict[str, tuple[str, bool]] = field(default_factory=dict)  # member -> (group, named explicitly)
     owned: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
 
-    def group(self, member: str, event: dict[str, Any], superseded: bool) -> str:
+    def group(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None) -> str:
+        """The event's group; ``file_group``: the group of its file's events that name none (a callback trace
+        paired with its client log, ``Source.group``), as the checker's ``_member`` takes it."""
         named = event.get("group")
-        named = named if isinstance(named, str) else None
+        named = named if isinstance(named, str) else file_group
         current = self.of.get(member)
         owned = self.owned.setdefault(member, set())
         if current is None:
@@ -322,7 +324,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         if member is None:
             group = event.get("group") if isinstance(event.get("group"), str) else default_group
         else:
-            group = groups.group(member, event, superseded=callback and not jsonl)
+            group = groups.group(member, event, superseded=callback and not jsonl, file_group=source.group)
         cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
                        jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown)
         events += 1

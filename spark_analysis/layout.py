@@ -69,6 +69,7 @@ SCHEMA = pa.schema([
     ("subscription", pa.list_(pa.string())),
     ("detail", pa.dictionary(pa.int32(), pa.string())),
     ("members", pa.list_(pa.string())),
+    ("member_count", pa.int64()),
 ])
 COLUMNS = tuple(SCHEMA.names)
 
@@ -117,7 +118,8 @@ class Columns:
                   _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
                   _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
                   _str(event.get("auto_offset_reset")), fmt, commits_shown, _bool(event.get("enable_auto_commit")),
-                  _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")))
+                  _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")),
+                  _int(event.get("member_count")))
         success = event.get("success")
         success = success if isinstance(success, bool) else None
         member_id = _str(event.get("member_id"))
@@ -143,7 +145,7 @@ class Columns:
              partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
              success: bool | None, error: str | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
-         state, reset, fmt, shown, auto, subscription, detail, members) = common
+         state, reset, fmt, shown, auto, subscription, detail, members, member_count) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
                            ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
@@ -153,7 +155,7 @@ class Columns:
                            ("offset", offset), ("success", success), ("error", error), ("reason", reason),
                            ("state", state), ("auto_offset_reset", reset), ("format", fmt),
                            ("commits_shown", shown), ("enable_auto_commit", auto), ("subscription", subscription),
-                           ("detail", detail), ("members", members)):
+                           ("detail", detail), ("members", members), ("member_count", member_count)):
             d[col].append(value)
 
     def table(self) -> pa.Table:

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis import delivery as dl
 from spark_analysis import invariants as inv
+from spark_analysis import membership as mb
 from spark_analysis import rebalances as rb
 from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
@@ -29,13 +30,10 @@ from spark_analysis.layout import events_dir
 from spark_analysis.ownership import intervals, member_rows
 
 COVERED = ("single-owner", "zombie-overlap", "revoke-before-assign", "consume-owned-only", "commit-owned-only",
-           "eager-revoke-all", "generation-monotonic", "monotonic-consumption", "committed-not-ahead", "no-gap")
+           "eager-revoke-all", "generation-monotonic", "monotonic-consumption", "committed-not-ahead", "no-gap",
+           "subscribed-only", "revoke-only-moved", "static-rejoin", "converges")
 NOT_COVERED = {
-    "revoke-only-moved": "not yet in the Spark job (the checker's per-member prepare/complete revoke memory)",
     "handoff-duplicates": "not yet in the Spark job (a measure)",
-    "subscribed-only": "not yet in the Spark job",
-    "converges": "coordinator-side; not yet in the Spark job",
-    "static-rejoin": "coordinator-side; not yet in the Spark job",
 }
 
 
@@ -76,6 +74,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     off = dl.offsets(rows)
     gaps, first_polls = dl.no_gap(off, rows, iv)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
+    found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
+        .unionByName(mb.static_rejoins(events)).unionByName(mb.converges(events, rows))
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
                 rb.moves(rows), dl.unchecked_counts(first_polls, off))
 
@@ -172,7 +172,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         pause_hist = [r.asDict() for r in p.pauses.groupBy(
             (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
         moved = p.moves.count()
-        unchecked = dl.unchecked([r.asDict() for r in p.unchecked.collect()])
+        unchecked_rows = sorted((r.asDict() for r in p.unchecked.collect()),
+                                key=lambda r: (r["group"], r["what"], r["policy"] or ""))
         rb_total = rebalances.count()
         rebalances.unpersist()
     p.rows.unpersist()
@@ -190,7 +191,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "finding_counts": dict(sorted(Counter(f["invariant"] for f in found).items())),
         "covered": list(COVERED),
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
-        "unchecked": unchecked,
+        "unchecked": dl.unchecked(unchecked_rows),
+        "unchecked_per_group": unchecked_rows,
         "input": {"events": counts["events"], "rows": counts["rows"], "groups": counts["groups"],
                   "lines": info.get("lines"), "files": info.get("files"),
                   "malformed": dict(info.get("skipped", {})),
