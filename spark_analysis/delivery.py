@@ -162,6 +162,28 @@ def _members(rows: DataFrame) -> DataFrame:
         F.min("a_seq").alias("a0"))
 
 
+def _positions_at(off: DataFrame, iv: DataFrame, rows: DataFrame, probes: DataFrame, key: list[str]) -> DataFrame:
+    """Member ``h``'s position in the probe's partition just before ``at`` (``h_pos``, null if it has none):
+    its last poll of the partition while it owned it, unless a new assignment of the partition or a restart
+    came after (both drop it). ``probes``: ``key`` columns (with group, topic, partition), ``h``, ``at``."""
+    state = off.filter(F.col("polled")).select(
+        F.col("group").alias("s_group"), F.col("member").alias("s_member"), F.col("topic").alias("s_topic"),
+        F.col("partition").alias("s_partition"), F.col("seq").alias("s_seq"), F.col("part").alias("s_part"),
+        F.col("pos_after").alias("s_pos")).unionByName(iv.select(
+            F.col("group").alias("s_group"), F.col("member").alias("s_member"), F.col("topic").alias("s_topic"),
+            F.col("partition").alias("s_partition"), F.col("start_seq").alias("s_seq"),
+            F.lit(-1).alias("s_part"), F.lit(None).cast("long").alias("s_pos")))
+    hs = probes.join(state, (probes["group"] == state["s_group"]) & (probes["topic"] == state["s_topic"])
+                     & (probes["partition"] == state["s_partition"]) & (probes["h"] == state["s_member"])
+                     & (state["s_seq"] < probes["at"]), "inner") \
+        .groupBy(*key, "h", "at").agg(F.max_by(F.struct("s_seq", "s_pos"), F.struct("s_seq", "s_part")).alias("last"))
+    starts = rows.filter(F.col("name") == STARTUP).select(F.col("group").alias("u_group"),
+                                                          F.col("member").alias("u_member"), F.col("seq").alias("u_seq"))
+    hs = hs.join(starts, (hs["group"] == starts["u_group"]) & (hs["h"] == starts["u_member"])
+                 & (starts["u_seq"] > hs["last.s_seq"]) & (starts["u_seq"] < hs["at"]), "left_anti")
+    return probes.join(hs.select(*key, "h", "at", F.col("last.s_pos").alias("h_pos")), [*key, "h", "at"], "left")
+
+
 def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
            auto_offset_reset: str | None = None) -> tuple[DataFrame, DataFrame]:
     """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome``)."""
@@ -188,25 +210,11 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
         F.max((F.col("j0").isNull() | (F.col("j0") > F.col("seq"))).cast("int")).alias("blind"))
     # the hidden members' positions now: their last poll of the partition, unless a new assignment of it or a
     # restart came after (both drop it)
-    state = off.filter(F.col("polled")).select(
-        F.col("group").alias("s_group"), F.col("member").alias("s_member"), F.col("topic").alias("s_topic"),
-        F.col("partition").alias("s_partition"), F.col("seq").alias("s_seq"), F.col("part").alias("s_part"),
-        F.col("pos_after").alias("s_pos")).unionByName(iv.select(
-            F.col("group").alias("s_group"), F.col("member").alias("s_member"), F.col("topic").alias("s_topic"),
-            F.col("partition").alias("s_partition"), F.col("start_seq").alias("s_seq"),
-            F.lit(-1).alias("s_part"), F.lit(None).cast("long").alias("s_pos")))
-    hk = hidden.select("group", "member", "topic", "partition", "seq", F.explode("hidden").alias("h"))
-    hs = hk.join(state, (hk["group"] == state["s_group"]) & (hk["topic"] == state["s_topic"])
-                 & (hk["partition"] == state["s_partition"]) & (hk["h"] == state["s_member"])
-                 & (state["s_seq"] < hk["seq"]), "inner") \
-        .groupBy("group", "member", "topic", "partition", "seq", "h") \
-        .agg(F.max_by(F.struct("s_seq", "s_pos"), F.struct("s_seq", "s_part")).alias("last"))
-    starts = rows.filter(F.col("name") == STARTUP).select(F.col("group").alias("u_group"),
-                                                          F.col("member").alias("u_member"), F.col("seq").alias("u_seq"))
-    hs = hs.join(starts, (hs["group"] == starts["u_group"]) & (hs["h"] == starts["u_member"])
-                 & (starts["u_seq"] > hs["last.s_seq"]) & (starts["u_seq"] < hs["seq"]), "left_anti")
-    hpos = hs.filter(F.col("last.s_pos").isNotNull() & (F.col("last.s_pos") != _unknown())) \
-        .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("last.s_pos").alias("hidden_pos"))
+    hk = hidden.select("group", "member", "topic", "partition", "seq", F.explode("hidden").alias("h"),
+                       F.col("seq").alias("at"))
+    hpos = _positions_at(off, iv, rows, hk, ["group", "member", "topic", "partition", "seq"]) \
+        .filter(F.col("h_pos").isNotNull() & (F.col("h_pos") != _unknown())) \
+        .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("h_pos").alias("hidden_pos"))
     # positions dropped before (a re-assignment or a restart): the group's "highest reached" (GroupState.high)
     finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
         F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
@@ -312,3 +320,4 @@ def unchecked(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
             f"{total['not-ahead-unjudged']} commit(s) of partitions the member had not consumed from, with no "
             f"committed offset known, were not judged (the reset policy placed the position)")})
     return out
+

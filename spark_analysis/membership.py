@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _tp, finding
-from spark_analysis.ownership import ASSIGNED, REVOKED, STARTUP, UNB, where
+from spark_analysis.ownership import ASSIGNED, REVOKED, STARTUP, UNB, UNF, where
 from traces.coordinator_checks import _MEMBERSHIP_REASON, _PROTOCOL_CHANGE_REASON
 
 REBALANCE, STABLE = "coordinator_rebalance", "coordinator_stable"
@@ -246,7 +246,7 @@ def converges(events: DataFrame, rows: DataFrame) -> DataFrame:
     c = c.withColumn("streak", F.sum(is_reb.cast("int")).over(wseg))
     # a segment started by a changed stable carries streak 1 into its first rebalance (min(streak, 1)): +1
     seg_start = F.first(F.when(F.col("changed"), F.lit(1)).otherwise(F.lit(0))).over(
-        Window.partitionBy("group", "seg").orderBy("seq").rowsBetween(UNB, UNB))
+        Window.partitionBy("group", "seg").orderBy("seq").rowsBetween(UNB, UNF))
     c = c.withColumn("streak", F.col("streak") + F.when(F.col("seg") > 0, seg_start).otherwise(F.lit(0)))
     # late SyncGroup answers since the streak's reset: REBALANCE_IN_PROGRESS answers, and stable generations a
     # member of which had not answered by the next rebalance (where the trace shows answers)
@@ -280,7 +280,7 @@ def converges(events: DataFrame, rows: DataFrame) -> DataFrame:
     wres = Window.partitionBy("group", "resets").orderBy("seq").rowsBetween(UNB, 0)
     c = c.withColumn("races", F.size(F.collect_set(race).over(wres)))
     # the protocol: the assignor's, else the members' (their last protocol so far)
-    changes = rows.select("group", "member", "seq", "proto").withColumn(
+    changes = rows.select("group", "member", "seq", "part", "proto").withColumn(
         "prev", F.lag("proto").over(Window.partitionBy("group", "member").orderBy("seq", "part")))
     changes = changes.filter(F.col("proto").isNotNull() & ~F.col("proto").eqNullSafe(F.col("prev"))).select(
         F.col("group").alias("p_group"), F.col("member").alias("p_member"), F.col("seq").alias("p_seq"), "proto")

@@ -84,10 +84,6 @@ def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[st
     return sorted(keys), notes
 
 
-def _checker_keys_generated() -> list[tuple[Any, ...]]:
-    return _checker_generated()[0]
-
-
 def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any, generated_corpus: Path,
                                                                        generated_mined: dict[str, Any]) -> None:
     truth = corpus.read_truth(generated_corpus)
