@@ -37,34 +37,6 @@ def _static(reason_after: str | None, stable_after: str | None = None) -> list[d
     return events
 
 
-def _coordinator(assignor: str, extra_rebalances: int) -> list[dict[str, Any]]:
-    """A membership change, then ``extra_rebalances`` rebalances that change nothing (converges)."""
-    events = [ev("coordinator_rebalance", 100, group="g", generation=1, reason="Adding new member m2"),
-              ev("coordinator_stable", 200, group="g", generation=2, members=["m1", "m2"], assignor=assignor)]
-    ts = 300
-    for i in range(extra_rebalances):
-        events += [ev("coordinator_rebalance", ts, group="g", generation=2 + i,
-                      reason="Updating metadata for member m2 during Stable; client reason: need to revoke partitions"),
-                   ev("coordinator_stable", ts + 50, group="g", generation=3 + i, members=["m1", "m2"],
-                      assignor=assignor)]
-        ts += 100
-    return events
-
-
-def _synced(extra_rebalances: int, skip: tuple[str, int] | None = None,
-            late: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Each member's SyncGroup answer for each stable generation of :func:`_coordinator` (but ``skip``), and
-    ``late`` (an answer of m2's)."""
-    times = {2: 250, **{3 + i: 370 + 100 * i for i in range(extra_rebalances)}}
-    files = {m: [ev("group_synced", t, group="g", member_id=m, generation=g)
-                 for g, t in times.items() if (m, g) != skip] for m in ("m1", "m2")}
-    if late is not None:
-        files["m2"] = sorted([*files["m2"], late], key=lambda e: int(e["timestamp"]))
-    return files
-
-
-LATE_SYNC = ev("group_synced", 360, group="g", member_id="m2", generation=3, error="REBALANCE_IN_PROGRESS")
-
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "monotonic": {
         "skip": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 4), consumed(30, 0, 8, 9),
@@ -122,18 +94,6 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
         "Group's selectedProtocol will change because static member s1-b with instance id s1 joined", "range")},
     "static-rejoin-protocol-changed": {"c": _static(
         "Group's selectedProtocol will change because static member s1-b with instance id s1 joined", "roundrobin")},
-    "converges-eager-ok": {"c": _coordinator("range", 0)},
-    "converges-eager": {"c": _coordinator("range", 1)},
-    "converges-coop-ok": {"c": _coordinator("cooperative-sticky", 1)},
-    "converges-coop": {"c": _coordinator("cooperative-sticky", 2)},
-    "converges-race-ok": {"c": _coordinator("cooperative-sticky", 2), **_synced(2, ("m2", 3), LATE_SYNC)},
-    "converges-race": {"c": _coordinator("cooperative-sticky", 3), **_synced(3, ("m2", 3), LATE_SYNC)},
-    "converges-never-synced-ok": {"c": _coordinator("cooperative-sticky", 2), **_synced(2, ("m2", 3))},
-    "converges-all-synced": {"c": _coordinator("cooperative-sticky", 2), **_synced(2)},
-    "converges-membership-change": {"c": _coordinator("range", 0) + [
-        ev("coordinator_member_removed", 400, group="g", member_id="m2", reason="session-timeout"),
-        ev("coordinator_rebalance", 401, group="g", generation=2, reason="removing member m2 on heartbeat expiration"),
-        ev("coordinator_stable", 450, group="g", generation=3, members=["m1"], assignor="range")]},
     "static-rejoin-other": {"c": _static("Adding new member m3 with group instance id None; client reason: x")},
 }
 
