@@ -73,8 +73,9 @@ def document(data: dict[str, Any], max_rows: int = 200) -> Document:
                 f"{f['window'][0]}..{f['window'][1]}", f["occurrences"], ", ".join(f["evidence"]), f["message"]]
                for f in findings[:max_rows]],
               caption=f"first {min(max_rows, len(findings))} of {len(findings)}; all in violations.parquet"),
-        Table(["invariant", "why not judged"], [[n["invariant"], n["reason"]] for n in data["not_covered"]],
-              caption="not covered by the Spark job"),
+        Table(["invariant", "why not judged"], [[n["invariant"], n["reason"]] for n in data["not_covered"]]
+              + [[n["invariant"], n["reason"]] for n in data.get("unchecked", [])],
+              caption="not covered by the Spark job, or not judged in part (as groupspec check says)"),
     ]))
     doc.blocks.append(Section("Input", [
         Table(["what", "count"], [["events", inp["events"]], ["rows", inp["rows"]], ["groups", inp["groups"]]]

@@ -191,7 +191,8 @@ def _simulate_task(spec: CorpusSpec, indices: list[int], out: Path, task: int) -
         label = f"{group}.jsonl"
         for n, event in enumerate(trace, start=1):
             member = None if event["name"].startswith("coordinator_") else (event.get("member") or label)
-            cols.add_event(event, group=group, member=member, seq=n, source=label, line=n, jsonl=True)
+            cols.add_event(event, group=group, member=member, seq=n, source=label, line=n, jsonl=True,
+                           fmt="groupspec")
         truth[group] = entry
         events += len(trace)
     write_part(cols.table(), out, task)
@@ -247,9 +248,11 @@ class _MemberGroups:
     of: dict[str, tuple[str, bool]] = field(default_factory=dict)  # member -> (group, named explicitly)
     owned: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
 
-    def group(self, member: str, event: dict[str, Any], superseded: bool) -> str:
+    def group(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None) -> str:
+        """The event's group; ``file_group``: the group of its file's events that name none (a callback trace
+        paired with its client log, ``Source.group``), as the checker's ``_member`` takes it."""
         named = event.get("group")
-        named = named if isinstance(named, str) else None
+        named = named if isinstance(named, str) else file_group
         current = self.of.get(member)
         owned = self.owned.setdefault(member, set())
         if current is None:
@@ -321,9 +324,9 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         if member is None:
             group = event.get("group") if isinstance(event.get("group"), str) else default_group
         else:
-            group = groups.group(member, event, superseded=callback and not jsonl)
+            group = groups.group(member, event, superseded=callback and not jsonl, file_group=source.group)
         cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
-                       jsonl=jsonl, callback=callback)
+                       jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown)
         events += 1
         if len(cols) >= ROWS_PER_PART:
             write_part(cols.table(), out, part)

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 STRING_COLUMNS = ("group", "name", "member", "source", "member_id", "instance_id", "protocol", "assignor",
-                  "topic", "error", "reason", "state", "auto_offset_reset")
+                  "topic", "error", "reason", "state", "auto_offset_reset", "format", "detail")
 
 SCHEMA = pa.schema([
     ("group", pa.dictionary(pa.int32(), pa.string())),
@@ -63,6 +63,13 @@ SCHEMA = pa.schema([
     ("reason", pa.dictionary(pa.int32(), pa.string())),
     ("state", pa.dictionary(pa.int32(), pa.string())),
     ("auto_offset_reset", pa.dictionary(pa.int32(), pa.string())),
+    ("format", pa.dictionary(pa.int32(), pa.string())),
+    ("commits_shown", pa.bool_()),
+    ("enable_auto_commit", pa.bool_()),
+    ("subscription", pa.list_(pa.string())),
+    ("detail", pa.dictionary(pa.int32(), pa.string())),
+    ("members", pa.list_(pa.string())),
+    ("member_count", pa.int64()),
 ])
 COLUMNS = tuple(SCHEMA.names)
 
@@ -82,6 +89,17 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _strings(value: Any) -> list[str] | None:
+    """A list of names (``subscription``, ``members``) as the checker reads it; anything else: null."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
 class Columns:
     """Rows collected column by column (cheaper than a dict per row), turned into an Arrow table."""
 
@@ -92,13 +110,16 @@ class Columns:
         return len(self.data["seq"])
 
     def add_event(self, event: dict[str, Any], *, group: str, member: str | None, seq: int, source: str,
-                  line: int, jsonl: bool, callback: bool = False) -> None:
+                  line: int, jsonl: bool, callback: bool = False, fmt: str | None = None,
+                  commits_shown: bool | None = None) -> None:
         """Append the rows of one event (one per partition it names, or one)."""
         name = event["name"]
         common = (group, seq, _int(event["timestamp"]), name, member, source, line, jsonl, callback,
                   _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
                   _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
-                  _str(event.get("auto_offset_reset")))
+                  _str(event.get("auto_offset_reset")), fmt, commits_shown, _bool(event.get("enable_auto_commit")),
+                  _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")),
+                  _int(event.get("member_count")))
         success = event.get("success")
         success = success if isinstance(success, bool) else None
         member_id = _str(event.get("member_id"))
@@ -124,7 +145,7 @@ class Columns:
              partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
              success: bool | None, error: str | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
-         state, reset) = common
+         state, reset, fmt, shown, auto, subscription, detail, members, member_count) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
                            ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
@@ -132,7 +153,9 @@ class Columns:
                            ("protocol", protocol), ("assignor", assignor), ("topic", topic),
                            ("partition", partition), ("count", count), ("minOffset", low), ("maxOffset", high),
                            ("offset", offset), ("success", success), ("error", error), ("reason", reason),
-                           ("state", state), ("auto_offset_reset", reset)):
+                           ("state", state), ("auto_offset_reset", reset), ("format", fmt),
+                           ("commits_shown", shown), ("enable_auto_commit", auto), ("subscription", subscription),
+                           ("detail", detail), ("members", members), ("member_count", member_count)):
             d[col].append(value)
 
     def table(self) -> pa.Table:

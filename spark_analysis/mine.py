@@ -20,7 +20,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_analysis import delivery as dl
 from spark_analysis import invariants as inv
+from spark_analysis import membership as mb
 from spark_analysis import rebalances as rb
 from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
@@ -28,16 +30,11 @@ from spark_analysis.layout import events_dir
 from spark_analysis.ownership import intervals, member_rows
 
 COVERED = ("single-owner", "zombie-overlap", "revoke-before-assign", "consume-owned-only", "commit-owned-only",
-           "eager-revoke-all", "generation-monotonic")
+           "eager-revoke-all", "generation-monotonic", "monotonic-consumption", "committed-not-ahead", "no-gap",
+           "subscribed-only", "revoke-only-moved", "static-rejoin")
 NOT_COVERED = {
-    "revoke-only-moved": "not yet in the Spark job (the checker's per-member prepare/complete revoke memory)",
-    "no-gap": "not yet in the Spark job (needs the committed offset and reset policy at each first poll)",
-    "monotonic-consumption": "not yet in the Spark job",
-    "committed-not-ahead": "not yet in the Spark job",
-    "handoff-duplicates": "not yet in the Spark job (a measure)",
-    "subscribed-only": "not yet in the Spark job",
-    "converges": "coordinator-side; not yet in the Spark job",
-    "static-rejoin": "coordinator-side; not yet in the Spark job",
+    "handoff-duplicates": "not yet in the Spark job (a measure: the checker's per-handoff duplicate count and cause)",
+    "converges": "coordinator-side; not yet in the Spark job (the checker's rebalance streaks and SyncGroup races)",
 }
 
 
@@ -58,6 +55,7 @@ class Plan:
     rebalances: DataFrame
     pauses: DataFrame
     moves: DataFrame
+    unchecked: DataFrame
     cached: list[DataFrame]
 
     def release(self) -> None:
@@ -86,8 +84,13 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(inv.stale_commits(rows))
              .unionByName(inv.generation_down(rows))
              .unionByName(inv.eager_not_revoked(rows, iv)))
+    off = dl.offsets(rows)
+    gaps, first_polls = dl.no_gap(off, rows, iv)
+    found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
+    found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
+        .unionByName(mb.static_rejoins(events))
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
-                rb.moves(rows), cached)
+                rb.moves(rows), dl.unchecked_counts(first_polls, off), cached)
 
 
 def shuffles(df: DataFrame) -> dict[str, int]:
@@ -183,6 +186,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         pause_hist = [r.asDict() for r in p.pauses.groupBy(
             (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
         moved = p.moves.count()
+        unchecked_rows = sorted((r.asDict() for r in p.unchecked.collect()),
+                                key=lambda r: (r["group"], r["what"], r["policy"] or ""))
         rb_total = rebalances.count()
         rebalances.unpersist()
     p.release()
@@ -199,6 +204,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "finding_counts": dict(sorted(Counter(f["invariant"] for f in found).items())),
         "covered": list(COVERED),
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
+        "unchecked": dl.unchecked(unchecked_rows),
+        "unchecked_per_group": unchecked_rows,
         "input": {"events": counts["events"], "rows": counts["rows"], "groups": counts["groups"],
                   "lines": info.get("lines"), "files": info.get("files"),
                   "malformed": dict(info.get("skipped", {})),

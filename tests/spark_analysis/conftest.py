@@ -1,8 +1,8 @@
 """One SparkSession for the whole test run, and the corpora the agreement tests mine once.
 
 The session is local[*] with few shuffle partitions; it is stopped when the run ends, also when a
-test failed. The corpora: every trace set under tests/traces/samples (each set's groups named
-apart, so one Spark run judges them all), and a generated corpus of simulated groups with faults
+test failed. The corpora: every trace set under tests/traces/samples and the crafted sets of
+tests/spark_analysis/crafted.py (each set's groups named apart, so one Spark run judges them all), and a generated corpus of simulated groups with faults
 and every mutant of model/mutants.py.
 """
 
@@ -21,6 +21,7 @@ os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
 from model.mutants import MUTANTS  # noqa: E402
 from spark_analysis import corpus, mine, session  # noqa: E402
+from tests.spark_analysis import crafted  # noqa: E402
 
 SAMPLES = Path(__file__).resolve().parents[1] / "traces" / "samples"
 GENERATED = corpus.CorpusSpec(groups=48, seed=7, mutant_fraction=0.6, mutants=tuple(sorted(MUTANTS)))
@@ -47,10 +48,16 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def samples_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The trace sets under tests/traces/samples, and the crafted ones (tests/spark_analysis/crafted.py)."""
+    return {**trace_sets(), **crafted.write(tmp_path_factory.mktemp("crafted"))}
+
+
+@pytest.fixture(scope="session")
+def samples_corpus(sample_sets: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("samples-corpus")
     part = 0
-    for name, path in trace_sets().items():
+    for name, path in sample_sets.items():
         info = corpus.from_traces([str(path)], out, group_prefix=f"{name}/", first_part=part, progress=None)
         part += info["parts"]
     return out

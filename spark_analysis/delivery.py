@@ -1,0 +1,323 @@
+"""The checker's offset rules as Spark columns: ``monotonic-consumption``, ``committed-not-ahead``, ``no-gap``.
+
+The rules are :mod:`traces.delivery`'s (docs/check.md); here the checker's per-member, per-partition
+memory becomes window functions over the member rows of :func:`spark_analysis.ownership.member_rows`:
+
+- An *ownership* of a partition is numbered by ``ac``, the member's assignments of it so far (a new
+  assignment closes the checker's aggregated findings of that member and partition, and drops its
+  position).
+- The member's *position* after each poll of a partition it owns (``pos_after``): ``maxOffset + 1``;
+  unknown (:data:`traces.state.UNKNOWN_POSITION`) after a poll without offsets. A member that prints
+  ``record_data`` (VerifiableConsumer ``--verbose``) reports each poll twice, so there a poll wholly
+  below the position leaves it: the position is the running maximum since the last unknown one.
+- ``committed``: the group's last successful commit of the partition before a row (any member's).
+
+``monotonic-consumption``: a poll after the first of an ownership that does not start at the position
+(back, or a skip beyond ``gap_slack``). ``committed-not-ahead``: a commit of an owned partition beyond
+the position, or, before any poll of the ownership, beyond the group's committed offset (with none
+known it is not judged: the reset policy placed the position). Both are one finding per member,
+partition and ownership, with ``occurrences``.
+
+``no-gap`` judges the first poll of each ownership (``DeliveryChecks._first_consumption``): against
+the committed offset; with none, a start at 0 is fine, a later one is judged only under
+``auto.offset.reset=earliest`` (the log assumed to start at 0). When a member whose commits the
+trace may not show (``commits_shown`` not true: a client log, VerifiableConsumer with auto-commit, a
+groupspec trace with ``enable_auto_commit``) released the partition before, or holds it now, a start
+past the shown committed offset may be right: it is judged only beyond the highest position any
+owner reached (``DeliveryChecks._no_gap_hidden``: positions dropped at a restart or re-assignment,
+and the hidden members' current positions), and not at all when such a member is known only from a
+client log. What is not judged is counted per reason (:func:`unchecked`), as the checker counts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_analysis.invariants import VIOLATION, _label, _tp, finding
+from spark_analysis.ownership import COMMITTED, CONSUMED, RECORD_DATA, STARTUP, UNB, where
+from traces.state import UNKNOWN_POSITION
+
+NO_GAP_OUTCOMES = ("judged", "assumed-zero", "unjudged-policy", "hidden-auto-commit", "hidden-positions")
+
+
+def _unknown() -> Column:
+    return F.lit(UNKNOWN_POSITION).cast("long")
+
+
+def _ownership_key() -> list[str]:
+    return ["group", "member", "topic", "partition", "ac"]
+
+
+def offsets(rows: DataFrame) -> DataFrame:
+    """The polls and commit entries of owned partitions, with ``ac``, ``pos_after`` (polls), ``pos``
+    (the position before the row), ``first`` (the ownership's first poll), ``committed`` (the group's,
+    before the row) and the member's reset policy and record_data habit."""
+    name = F.col("name")
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
+    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
+    polled = name.isin(CONSUMED, RECORD_DATA)
+    ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
+        & (F.coalesce(F.col("error"), F.lit("")) == "")
+    base = (rows
+            .withColumn("rd", F.max((name == RECORD_DATA).cast("int")).over(wm) == 1)
+            .withColumn("policy", F.last("auto_offset_reset", True).over(wm))
+            .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (polled | ok_commit | F.col("is_new")))
+            .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wmtp))
+            .withColumn("polled", polled)
+            .withColumn("commit", ok_commit))
+    # the group's committed offset before each row: every successful entry counts, owned or not
+    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
+    base = base.withColumn("committed", F.last(F.when(F.col("commit") & (F.col("offset") >= 0), F.col("offset")),
+                                               True).over(wgtp))
+    owned = base.filter(F.col("owned_before") & (F.col("polled") | F.col("commit")))
+    low, high = F.col("minOffset"), F.col("maxOffset")
+    ints = low.isNotNull() & high.isNotNull()
+    polls = owned.filter(F.col("polled"))
+    wi = Window.partitionBy(*_ownership_key()).orderBy("seq", "part")
+    polls = (polls
+             .withColumn("n_poll", F.row_number().over(wi))
+             .withColumn("seg", F.sum((~ints | ~F.col("rd")).cast("int")).over(wi.rowsBetween(UNB, 0))))
+    wseg = Window.partitionBy(*_ownership_key(), "seg").orderBy("seq", "part").rowsBetween(UNB, 0)
+    polls = polls.withColumn("pos_after", F.when(~ints, _unknown()).when(~F.col("rd"), high + 1)
+                             .otherwise(F.max(high + 1).over(wseg)))
+    polls = polls.withColumn("pos", F.lag("pos_after").over(wi)).withColumn("first", (F.col("n_poll") == 1) & ints)
+    commits = owned.filter(F.col("commit")).withColumn("n_poll", F.lit(None).cast("int")) \
+        .withColumn("seg", F.lit(None).cast("long")).withColumn("pos_after", F.lit(None).cast("long")) \
+        .withColumn("pos", F.lit(None).cast("long")).withColumn("first", F.lit(False))
+    both = polls.unionByName(commits)
+    # a commit's position: the last poll's of the ownership before it (none yet: null)
+    before = F.last("pos_after", True).over(wi.rowsBetween(UNB, -1))
+    return both.withColumn("pos", F.when(F.col("commit"), before).otherwise(F.col("pos")))
+
+
+def _aggregated(cands: DataFrame, invariant: str) -> DataFrame:
+    """One finding per member, partition and ownership (the checker's aggregate, closed by a new assignment)."""
+    agg = cands.groupBy(*_ownership_key()).agg(
+        F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"), F.count(F.lit(1)).alias("n"),
+        F.min_by(F.col("msg"), F.struct("seq", "part")).alias("msg"),
+        F.slice(F.array_distinct(F.transform(F.array_sort(F.collect_list(F.struct("seq", "part", "w"))),
+                                             lambda x: x["w"])), 1, 5).alias("ev"))
+    return agg.select(*finding(invariant, VIOLATION, F.array(F.col("member")), F.array(_tp()), F.col("t0"),
+                               F.col("t1"), F.col("ev"), F.col("msg"), F.col("n")))
+
+
+def monotonic(off: DataFrame, gap_slack: int = 0) -> DataFrame:
+    """monotonic-consumption: within one ownership each poll starts at the position the last one left."""
+    low, high, pos = F.col("minOffset"), F.col("maxOffset"), F.col("pos")
+    judged = (F.col("polled") & ~F.col("first") & (F.col("n_poll") > 1) & low.isNotNull() & high.isNotNull()
+              & pos.isNotNull() & (pos != _unknown()) & ~(F.col("rd") & (high < pos)))
+    back = low < pos
+    skip = low > pos + gap_slack
+    m, label = F.col("member"), _label()
+    msg = F.when(back, F.format_string(
+        "%s consumed %s offsets %d..%d after it had already consumed up to %d in the same ownership: its position "
+        "went back", m, label, low, high, pos - 1)).otherwise(F.format_string(
+            "%s consumed %s from offset %d right after offset %d: offsets %d..%d were skipped (set gap_slack for "
+            "transactional or compacted topics)", m, label, low, pos - 1, pos, low - 1))
+    cands = off.filter(judged & (back | skip)).withColumn("msg", msg).withColumn("w", where())
+    return _aggregated(cands, "monotonic-consumption")
+
+
+def _not_ahead(off: DataFrame) -> tuple[Column, Column]:
+    """(the commit is judged and ahead, the message) for commit rows."""
+    o, pos, committed = F.col("offset"), F.col("pos"), F.col("committed")
+    m, label = F.col("member"), _label()
+    ahead = F.when(pos.isNotNull(), (pos != _unknown()) & (o > pos)).otherwise(committed.isNotNull() & (o > committed))
+    msg = F.when(pos.isNotNull(), F.format_string(
+        "%s committed offset %d of %s but had consumed only up to offset %d: offsets %d..%d would be skipped by the "
+        "next owner", m, o, label, pos - 1, pos, o - 1)).otherwise(F.format_string(
+            "%s committed offset %d of %s without consuming any of it since it was assigned; its position started at "
+            "the committed offset %d", m, o, label, committed))
+    return F.col("commit") & (o >= 0) & ahead, msg
+
+
+def not_ahead(off: DataFrame) -> DataFrame:
+    """committed-not-ahead: a member never commits, for a partition it owns, beyond its position."""
+    ahead, msg = _not_ahead(off)
+    cands = off.filter(ahead).withColumn("msg", msg).withColumn("w", where())
+    return _aggregated(cands, "committed-not-ahead")
+
+
+def _shown(at: Column) -> Column:
+    """Whether the member's trace showed every commit at ``at`` (the checker's ``Member.commits_shown is True``)."""
+    return (F.col("j0").isNotNull() & (F.col("j0") <= at) & F.coalesce(F.col("src_shown"), F.lit(False))
+            & ~((F.col("fmt0") == "groupspec") & F.col("a0").isNotNull() & (F.col("a0") <= at)))
+
+
+def _members(rows: DataFrame) -> DataFrame:
+    """Per member: its first callback-trace row (``j0``), that file's commits_shown and format, and its first
+    ``enable_auto_commit: true`` from then on (``a0``)."""
+    first = rows.filter(F.col("jsonl")).groupBy("group", "member").agg(
+        F.min("seq").alias("j0"), F.min_by(F.struct(F.col("commits_shown").alias("s"), F.col("format").alias("f")),
+                                           F.col("seq")).alias("src"))
+    auto = rows.filter(F.col("enable_auto_commit") == True).select(  # noqa: E712 (a column comparison)
+        F.col("group").alias("a_group"), F.col("member").alias("a_member"), F.col("seq").alias("a_seq"))
+    joined = first.join(auto, (first["group"] == auto["a_group"]) & (first["member"] == auto["a_member"])
+                        & (auto["a_seq"] >= first["j0"]), "left")
+    return joined.groupBy("group", "member").agg(
+        F.first("j0").alias("j0"), F.first("src.s").alias("src_shown"), F.first("src.f").alias("fmt0"),
+        F.min("a_seq").alias("a0"))
+
+
+def _positions_at(off: DataFrame, iv: DataFrame, rows: DataFrame, probes: DataFrame, key: list[str]) -> DataFrame:
+    """Member ``h``'s position in the probe's partition just before ``at`` (``h_pos``, null if it has none):
+    its last poll of the partition while it owned it, unless a new assignment of the partition or a restart
+    came after (both drop it). ``probes``: ``key`` columns (with group, topic, partition), ``h``, ``at``."""
+    state = off.filter(F.col("polled")).select(
+        F.col("group").alias("s_group"), F.col("member").alias("s_member"), F.col("topic").alias("s_topic"),
+        F.col("partition").alias("s_partition"), F.col("seq").alias("s_seq"), F.col("part").alias("s_part"),
+        F.col("pos_after").alias("s_pos")).unionByName(iv.select(
+            F.col("group").alias("s_group"), F.col("member").alias("s_member"), F.col("topic").alias("s_topic"),
+            F.col("partition").alias("s_partition"), F.col("start_seq").alias("s_seq"),
+            F.lit(-1).alias("s_part"), F.lit(None).cast("long").alias("s_pos")))
+    hs = probes.join(state, (probes["group"] == state["s_group"]) & (probes["topic"] == state["s_topic"])
+                     & (probes["partition"] == state["s_partition"]) & (probes["h"] == state["s_member"])
+                     & (state["s_seq"] < probes["at"]), "inner") \
+        .groupBy(*key, "h", "at").agg(F.max_by(F.struct("s_seq", "s_pos"), F.struct("s_seq", "s_part")).alias("last"))
+    starts = rows.filter(F.col("name") == STARTUP).select(F.col("group").alias("u_group"),
+                                                          F.col("member").alias("u_member"), F.col("seq").alias("u_seq"))
+    hs = hs.join(starts, (hs["group"] == starts["u_group"]) & (hs["h"] == starts["u_member"])
+                 & (starts["u_seq"] > hs["last.s_seq"]) & (starts["u_seq"] < hs["at"]), "left_anti")
+    return probes.join(hs.select(*key, "h", "at", F.col("last.s_pos").alias("h_pos")), [*key, "h", "at"], "left")
+
+
+def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
+           auto_offset_reset: str | None = None) -> tuple[DataFrame, DataFrame]:
+    """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome``)."""
+    firsts = off.filter(F.col("first")).select(
+        "group", "member", "topic", "partition", "seq", "timestamp", "source", "line", "committed",
+        F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
+        where().alias("w"))
+    low, committed = F.col("low"), F.col("committed")
+    maybe_hidden = (low > 0) & (committed.isNull() | (low > committed + gap_slack))
+    members = _members(rows)
+    # who may have committed unseen: a hidden member that released the partition before, or holds it now
+    ivm = iv.join(members, ["group", "member"], "left").select(
+        F.col("group").alias("h_group"), F.col("member").alias("h_member"), F.col("topic").alias("h_topic"),
+        F.col("partition").alias("h_partition"), "start_seq", F.col("end.seq").alias("end_seq"),
+        F.col("end.kind").alias("end_kind"), "j0", "src_shown", "fmt0", "a0")
+    cand = firsts.filter(maybe_hidden)
+    j = cand.join(ivm, (cand["group"] == ivm["h_group"]) & (cand["topic"] == ivm["h_topic"])
+                  & (cand["partition"] == ivm["h_partition"]) & (ivm["start_seq"] < cand["seq"]), "inner")
+    released = (F.col("end_kind") != "eof") & (F.col("end_seq") < F.col("seq")) & ~_shown(F.col("end_seq"))
+    holding = (F.col("h_member") != F.col("member")) & (F.col("seq") < F.col("end_seq")) \
+        & ~_shown(F.col("seq"))
+    hidden = j.filter(released | holding).groupBy("group", "member", "topic", "partition", "seq").agg(
+        F.collect_set("h_member").alias("hidden"),
+        F.max((F.col("j0").isNull() | (F.col("j0") > F.col("seq"))).cast("int")).alias("blind"))
+    # the hidden members' positions now: their last poll of the partition, unless a new assignment of it or a
+    # restart came after (both drop it)
+    hk = hidden.select("group", "member", "topic", "partition", "seq", F.explode("hidden").alias("h"),
+                       F.col("seq").alias("at"))
+    hpos = _positions_at(off, iv, rows, hk, ["group", "member", "topic", "partition", "seq"]) \
+        .filter(F.col("h_pos").isNotNull() & (F.col("h_pos") != _unknown())) \
+        .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("h_pos").alias("hidden_pos"))
+    # positions dropped before (a re-assignment or a restart): the group's "highest reached" (GroupState.high)
+    finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
+        F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
+    nexts = iv.select("group", "member", "topic", "partition", "inc", "start_seq",
+                      F.lead("start_seq").over(Window.partitionBy("group", "member", "topic", "partition")
+                                               .orderBy("start_seq")).alias("next_assign"),
+                      F.row_number().over(Window.partitionBy("group", "member", "topic", "partition")
+                                          .orderBy("start_seq")).alias("ac"))
+    inc_starts = rows.filter(F.col("name") == STARTUP).select(
+        F.col("group").alias("i_group"), F.col("member").alias("i_member"), F.col("inc").alias("i_inc"),
+        F.col("seq").alias("i_seq"))
+    nexts = nexts.join(inc_starts, (nexts["group"] == inc_starts["i_group"])
+                       & (nexts["member"] == inc_starts["i_member"]) & (inc_starts["i_inc"] == nexts["inc"] + 1), "left")
+    drops = nexts.join(finals, _ownership_key(), "inner").filter(F.col("P").isNotNull() & (F.col("P") != _unknown())) \
+        .select(F.col("group").alias("d_group"), F.col("topic").alias("d_topic"),
+                F.col("partition").alias("d_partition"), F.least("next_assign", "i_seq").alias("d_seq"), "P") \
+        .filter(F.col("d_seq").isNotNull())
+    hc = hidden.select("group", "member", "topic", "partition", "seq")
+    high = hc.join(drops, (hc["group"] == drops["d_group"]) & (hc["topic"] == drops["d_topic"])
+                   & (hc["partition"] == drops["d_partition"]) & (drops["d_seq"] < hc["seq"]), "inner") \
+        .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("P").alias("high"))
+    key = ["group", "member", "topic", "partition", "seq"]
+    judged = firsts.join(hidden, key, "left").join(hpos, key, "left").join(high, key, "left")
+    is_hidden = F.col("hidden").isNotNull() & maybe_hidden
+    bound = F.greatest(F.coalesce(F.col("high"), F.lit(0)), F.coalesce(F.col("hidden_pos"), F.lit(0)),
+                       F.coalesce(committed, F.lit(0)))
+    earliest = F.col("policy") == "earliest"
+    outcome = (F.when(is_hidden & (F.col("blind") == 1), F.lit("hidden-positions"))
+               .when(is_hidden & (low <= bound + gap_slack), F.lit("hidden-auto-commit"))
+               .when(is_hidden & committed.isNull() & ~F.coalesce(earliest, F.lit(False)), F.lit("unjudged-policy"))
+               .when(is_hidden, F.lit("judged"))
+               .when(committed.isNotNull() | (low == 0), F.lit("judged"))
+               .when(F.coalesce(earliest, F.lit(False)), F.lit("assumed-zero"))
+               .otherwise(F.lit("unjudged-policy")))
+    violated = (F.when(is_hidden, F.col("outcome") == "judged")
+                .when(committed.isNotNull(), low > committed + gap_slack)
+                .otherwise((F.col("outcome") == "assumed-zero") & (low > gap_slack)))
+    m, label = F.col("member"), _label()
+    msg = (F.when(is_hidden, F.concat(F.format_string(
+        "%s started %s at offset %d, beyond offset %d, the last any member of the group had consumed: offsets "
+        "%d..%d were never consumed (no commit, shown or automatic, can be past what its committer consumed)",
+        m, label, low, bound - 1, bound, low - 1), F.when(committed.isNotNull(), F.lit("")).otherwise(F.lit(
+            "; with no commit at all, auto.offset.reset=earliest starts at the log start, assumed 0"))))
+           .when(committed.isNotNull(), F.format_string(
+               "%s started %s at offset %d but the committed offset was %d: offsets %d..%d were never consumed",
+               m, label, low, committed, committed, low - 1))
+           .otherwise(F.format_string(
+               "%s started %s at offset %d with no committed offset and auto.offset.reset=earliest: offsets 0..%d "
+               "were never consumed (assuming the log starts at 0; retention may have deleted them)",
+               m, label, low, low - 1)))
+    judged = judged.withColumn("outcome", outcome).withColumn("violated", violated)
+    found = judged.filter(F.col("violated")).select(*finding(
+        "no-gap", VIOLATION, F.array(m), F.array(_tp()), F.col("timestamp"), F.col("timestamp"),
+        F.array(F.col("w")), msg))
+    return found, judged.select("group", "outcome", "policy")
+
+
+def unchecked_counts(first_polls: DataFrame, off: DataFrame) -> DataFrame:
+    """Per group, what the offset rules could not judge: ``group, what, policy, n``."""
+    nogap = first_polls.filter(F.col("outcome") != "judged").groupBy("group", F.col("outcome").alias("what"),
+                                                                      "policy").count()
+    pos, committed = F.col("pos"), F.col("committed")
+    unjudged = off.filter(F.col("commit") & (F.col("offset") >= 0) & pos.isNull() & committed.isNull()) \
+        .groupBy("group").count().select("group", F.lit("not-ahead-unjudged").alias("what"),
+                                         F.lit(None).cast("string").alias("policy"), "count")
+    return nogap.unionByName(unjudged).withColumnRenamed("count", "n")
+
+
+def unchecked(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The checker's partial ``unchecked`` notes for the offset rules (DeliveryChecks.delivery_unchecked),
+    totalled over the rows of :func:`unchecked_counts`."""
+    out: list[dict[str, Any]] = []
+    policies: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for c in counts:
+        total[c["what"]] = total.get(c["what"], 0) + c["n"]
+        if c["what"] == "unjudged-policy":
+            p = c["policy"] or "unknown"
+            policies[p] = policies.get(p, 0) + c["n"]
+    if policies:
+        listed = ", ".join(f"{n} under {p}" for p, n in sorted(policies.items()))
+        out.append({"invariant": "no-gap", "partial": True, "reason": (
+            f"first consumptions of a partition with no committed offset were not judged ({listed}): assumed the "
+            f"auto.offset.reset policy put the position there (latest: the log end; none: an explicit seek; "
+            f"unknown: either)")})
+    if total.get("hidden-auto-commit"):
+        out.append({"invariant": "no-gap", "partial": True, "reason": (
+            f"{total['hidden-auto-commit']} first consumption(s) started past the last commit the trace shows, "
+            f"within what earlier owners had consumed, after an owner whose commits the trace does not show "
+            f"(VerifiableConsumer prints no auto-commit: run with --enable-autocommit, or its commits are only in a "
+            f"client log): an automatic commit may have put the committed offset there")})
+    if total.get("hidden-positions"):
+        out.append({"invariant": "no-gap", "partial": True, "reason": (
+            f"{total['hidden-positions']} first consumption(s) started past the last commit the trace shows after "
+            f"an owner known only from its client log (which shows neither its commits nor what it consumed) were "
+            f"not judged")})
+    if total.get("assumed-zero"):
+        out.append({"invariant": "no-gap", "partial": True, "reason": (
+            f"{total['assumed-zero']} first consumption(s) under auto.offset.reset=earliest with no committed "
+            f"offset were judged assuming the log starts at offset 0")})
+    if total.get("not-ahead-unjudged"):
+        out.append({"invariant": "committed-not-ahead", "partial": True, "reason": (
+            f"{total['not-ahead-unjudged']} commit(s) of partitions the member had not consumed from, with no "
+            f"committed offset known, were not judged (the reset policy placed the position)")})
+    return out
+
