@@ -18,7 +18,7 @@ JoinGroup the real member sent. What the model member does next is compared with
 - **rejoins** (``unexpected-rejoin``, ``missing-rejoin``): the real member sends JoinGroup when the
   model member would (a rebalance answer, an error, a cooperative revocation, its subscription
   changed), and only then; a rejoin with a cause the wire cannot show (new topics, a coordinator that
-  moved or failed, the member's own stall) is unchecked with that cause;
+  moved or failed, the member's own stall or freeze) is unchecked with that cause;
 - **member id and generation after an error** (``rejoin-identity``): the member id of every JoinGroup
   is the model member's (UNKNOWN_MEMBER_ID resets it, ILLEGAL_GENERATION keeps it: KAFKA-13419), and
   so is the generation in its subscription where the protocol version carries one (v2+; -1 after a
@@ -69,6 +69,17 @@ NO_LOST_CALLBACK = {"aiokafka": "aiokafka has no on_partitions_lost: a lost assi
 # every member) rejoins on a metadata change; a coordinator change makes clients reconnect and may
 # make them rejoin (librdkafka does). A stall of the member itself is such a cause too (_at_join).
 SILENT_CAUSES = ("add_partitions", "move_coordinator", "fail_coordinator")
+
+
+def _silences(timeline: Sequence[Mapping[str, Any]], name: str, lo: int, hi: int) -> list[str]:
+    """The steps in [lo, hi] after which the client's own timers, not an answer on the wire, decide what it
+    loses and which identity it rejoins with: a coordinator that moved or failed, or a freeze of the member
+    itself (at the thaw its session timer may have run out before any answer reaches it:
+    AbstractCoordinator's heartbeat thread marks the coordinator unknown and the member's state is reset)."""
+    base = name.split("#", 1)[0]
+    return sorted({str(s["step"]) for s in timeline if lo <= int(s["timestamp"]) <= hi
+                   and (s["step"] in ("move_coordinator", "fail_coordinator")
+                        or (s["step"] == "freeze" and s.get("member") == base))})
 
 # The runner starts a step only when no JoinGroup / SyncGroup was seen for 0.9 s (real_run.py): a
 # rejoin the model asks for and the real member has not sent a second after it was due, before the
@@ -213,7 +224,7 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
         r.poll(t)  # a retriable failure rejoins at the next poll
     if r.m.join is not mm.JoinFuture.JOIN:
         causes = sorted({str(s["step"]) for s in timeline if last_sync <= int(s["timestamp"]) <= t and (
-            s["step"] in SILENT_CAUSES or (s["step"] == "stall" and s.get("member") == base))})
+            s["step"] in SILENT_CAUSES or (s["step"] in ("stall", "freeze") and s.get("member") == base))})
         if causes:
             r.out.unchecked.append(f"{name}: a JoinGroup at {t} after {', '.join(causes)}, whose effect on a "
                                    "rejoin the wire cannot show; the replay takes it as given")
@@ -235,8 +246,7 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
         r.m = mm._request_rejoin(r.m, "the real member rejoined")
         r.poll(t)
     r.rejoin_due = None
-    silent = sorted({str(s["step"]) for s in timeline if last_sync <= int(s["timestamp"]) <= t
-                     and s["step"] in ("move_coordinator", "fail_coordinator")})
+    silent = _silences(timeline, name, last_sync, t)
     if r.m.join is not mm.JoinFuture.JOIN:
         r.stop(f"{name}: the model's member cannot send the JoinGroup the real one sent at {t}; not replayed further")
         return
@@ -258,8 +268,10 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
         claimed = mm.Generation(int(next(iter(gens))) if gens and None not in gens else -1, sent_id, None)
         r.m = mm._with(r.m, owned=real_owned, generation=claimed, join_sent_generation=claimed)
     elif sent_id != model_id:
+        # "member id reset": the client dropped an id the model's member keeps (Java keeps it on
+        # ILLEGAL_GENERATION, AbstractCoordinator.SyncGroupResponseHandler / HeartbeatResponseHandler)
         r.out.found.append(Found(
-            "rejoin-identity", "member id",
+            "rejoin-identity", "member id reset" if sent_id == "" and model_id else "member id",
             f"{name} rejoined at {t} with member id {sent_id!r}; the model's member uses {model_id!r}",
             t, {"member": name, "real": sent_id, "model": model_id}))
     elif gens and None not in gens and gens != {model_gen}:  # v0/v1 subscriptions carry no generation
@@ -303,8 +315,7 @@ def replay_member(name: str, client: str, assignors: tuple[str, ...], topics: tu
         if sorted(model, key=repr) == sorted(real, key=repr):
             r.out.compared += 1
             return
-        silent = sorted({str(s["step"]) for s in timeline if lo <= int(s["timestamp"]) <= hi
-                         and s["step"] in ("move_coordinator", "fail_coordinator")})
+        silent = _silences(timeline, name, lo, hi)
         if silent:
             r.out.unchecked.append(f"{name} {where}: callbacks in a span with {', '.join(silent)}: the client's own "
                                    "timers (its session without an answer, reconnects) decide there what is lost, "

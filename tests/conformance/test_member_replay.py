@@ -254,3 +254,14 @@ def test_the_report_shows_known_findings_apart_from_divergences() -> None:
     assert "known finding" in to_html(document(data))
     text = summary(data)
     assert "known finding run 0" in text and "DIVERGENCE run 1" in text and "something new" in text
+
+
+def test_aiokafka_drops_its_member_id_on_illegal_generation() -> None:
+    # A recorded run: aiokafka's SyncGroup answered ILLEGAL_GENERATION, and it rejoins with an empty member
+    # id where Java (and the model's member) keeps its id; nothing else in the run is new.
+    c = recorded("aiokafka-sync-illegal-generation-resets-id")
+    reset = [d for d in c.differences if d.kind == "rejoin-identity"]
+    assert [(d.detail, d.clients) for d in reset] == [("member id reset", ["aiokafka"])]
+    assert reset[0].evidence["real"] == "" and reset[0].evidence["model"] == "0x7fdfb8009900"
+    assert findings.classify(c.differences, VERSIONS) == "known-finding"
+    assert reset[0].known is not None and reset[0].known["finding"] == "aiokafka-illegal-generation-resets-member-id"
