@@ -74,12 +74,12 @@ SILENT_CAUSES = ("add_partitions", "move_coordinator", "fail_coordinator")
 def _silences(timeline: Sequence[Mapping[str, Any]], name: str, lo: int, hi: int) -> list[str]:
     """The steps in [lo, hi] after which the client's own timers, not an answer on the wire, decide what it
     loses and which identity it rejoins with: a coordinator that moved or failed, or a freeze of the member
-    itself (at the thaw its session timer may have run out before any answer reaches it:
+    itself past its session (at the thaw its session timer may have run out before any answer reaches it:
     AbstractCoordinator's heartbeat thread marks the coordinator unknown and the member's state is reset)."""
     base = name.split("#", 1)[0]
     return sorted({str(s["step"]) for s in timeline if lo <= int(s["timestamp"]) <= hi
                    and (s["step"] in ("move_coordinator", "fail_coordinator")
-                        or (s["step"] == "freeze" and s.get("member") == base))})
+                        or (s["step"] == "freeze" and s.get("member") == base and s.get("past_session")))})
 
 # The runner starts a step only when no JoinGroup / SyncGroup was seen for 0.9 s (real_run.py): a
 # rejoin the model asks for and the real member has not sent a second after it was due, before the
@@ -224,7 +224,8 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
         r.poll(t)  # a retriable failure rejoins at the next poll
     if r.m.join is not mm.JoinFuture.JOIN:
         causes = sorted({str(s["step"]) for s in timeline if last_sync <= int(s["timestamp"]) <= t and (
-            s["step"] in SILENT_CAUSES or (s["step"] in ("stall", "freeze") and s.get("member") == base))})
+            s["step"] in SILENT_CAUSES or (s.get("member") == base and (
+                s["step"] == "stall" or (s["step"] == "freeze" and s.get("past_session")))))})
         if causes:
             r.out.unchecked.append(f"{name}: a JoinGroup at {t} after {', '.join(causes)}, whose effect on a "
                                    "rejoin the wire cannot show; the replay takes it as given")
