@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model import system as sy
+from model.classic import member as mb
 from model.invariants import protocol as pinv
 from model.proofs import replay as rp
 from model.proofs.abstraction import Tracker, Valuation, elements, max_generation, valuation
@@ -53,6 +54,10 @@ class Bounds:
     faults: int  # faults on one path, consumer starts included
     depth: int  # steps on one path
     max_states: int  # a safety net: reaching it is reported as not exhaustive (a failure)
+    stalls: tuple[int, ...] = ()  # stall lengths (ms) in the fault alphabet: a consumer that stops polling
+    variant: int = 0  # the timeouts (model.proofs.replay.replay_config)
+    statics: bool = False  # consumers have group.instance.id (static membership, KIP-345)
+    settled_roots: bool = False  # also explore from the settled groups of 1..members-1 consumers
 
 
 @dataclass
@@ -72,23 +77,66 @@ class Exploration:
     frontier: int = 0  # states at the depth bound whose successors were not explored
     exhausted: bool = True  # max_states not reached
     unknown: int = 0
+    forced: int = 0  # transitions the coordinator's answer forces (a rejected heartbeat to reset on)
     micro_steps: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
 
-def _faults(state: sy.SystemState, names: Iterable[str], assignors: tuple[str, ...]) -> list[sy.Action]:
+def _faults(state: sy.SystemState, names: Iterable[str], assignors: tuple[str, ...],
+            stalls: tuple[int, ...] = (), statics: bool = False) -> list[sy.Action]:
     out: list[sy.Action] = []
     for n in names:
         p = sy.process(state, n)
         if p is None or p.member is None:
-            out.append(sy.MemberStarts(n, ("t",), assignors, None))
+            out.append(sy.MemberStarts(n, ("t",), assignors, f"{n}-i" if statics else None))
         else:
             out += [sy.MemberCrashes(n), sy.MemberLeaves(n)]
+            if not p.member.stalled:
+                out += [sy.MemberStalls(n, ms) for ms in stalls]
     return out
 
 
 def _frozen(v: Valuation) -> tuple[Any, ...]:
     return tuple(sorted((name, tuple(sorted(table.items(), key=repr))) for name, table in v.fields.items()))
+
+
+def settled(start: sy.SystemState, names: Iterable[str], assignors: tuple[str, ...], statics: bool,
+            config: sy.SystemConfig, mutants: frozenset[str], timeout_ms: int, res: Exploration, tie: bool,
+            limit: int = 200
+            ) -> tuple[sy.SystemState, Tracker, tuple[str, ...]] | None:
+    """A settled group of the consumers ``names``, reached by one run of the executable model: they start,
+    then the first enabled system action is taken until only the clock can move and every consumer is
+    Stable with nothing in flight. Each step of that run is checked like an explored one (invariants and,
+    through the tie's history, the encoding): the exploration from the root extends a real run.
+    None when the run does not settle within ``limit`` steps (the correct model settles in about 15)."""
+    state, tracker, path = start, Tracker(), ()
+    actions: list[sy.Action] = [sy.MemberStarts(n, ("t",), assignors, f"{n}-i" if statics else None) for n in names]
+    for _ in range(limit):
+        if not actions:
+            members = sy.running(state)
+            if members and all(m.state is mb.MemberState.STABLE for m in members) and state.network.empty():
+                return state, tracker, path
+            actions = [a for a in sy.enabled(state) if not isinstance(a, sy.ClockAdvances)]
+            if not actions:
+                actions = sy.enabled(state)[:1]
+            actions = actions[:1]
+            if not actions:
+                return None
+        action = actions.pop(0)
+        result = sy.step(state, action, config)
+        if result is None:
+            return None
+        after, events = result
+        path = (*path, sy.describe(state, action))
+        for what in state_findings(state, action, after):
+            res.findings.append(Finding("invariant", what, path))
+        nxt = tracker.copy()
+        nxt.observe(state, action, after, events)
+        check = rp.check_step(state, action, after, events, tracker, nxt, mutants, timeout_ms) if tie else None
+        if check is not None and not check.ok:
+            res.findings.append(Finding("tie", f"{check.action}: no sequence of the encoding's micro-steps", path))
+        state, tracker = after, nxt
+    return None
 
 
 def state_findings(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> list[str]:
@@ -105,12 +153,18 @@ def state_findings(before: sy.SystemState, action: sy.Action, after: sy.SystemSt
 def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[str] = frozenset(),
             tie: bool = True, timeout_ms: int = 20_000, stop_after: int = 3) -> Exploration:
     """Every state reachable within ``bounds`` for a group whose consumers all use ``assignors``."""
-    config = rp.replay_config(mutants)
+    config = rp.replay_config(mutants, bounds.variant)
     names = [chr(ord("a") + i) for i in range(bounds.members)]
     start = sy.initial_state(config, [("t", bounds.partitions)])
     res = Exploration()
     seen: dict[sy.SystemState, int] = {start: 0}
     queue: deque[tuple[sy.SystemState, Tracker, int, int, tuple[str, ...]]] = deque([(start, Tracker(), 0, 0, ())])
+    if bounds.settled_roots:
+        for size in range(1, bounds.members):
+            root = settled(start, names[:size], assignors, bounds.statics, config, mutants, timeout_ms, res, tie)
+            if root is not None and root[0] not in seen:
+                seen[root[0]] = 0
+                queue.append((root[0], root[1], 0, 0, root[2]))
     cache: dict[tuple[Any, ...], rp.StepCheck] = {}
     while queue and len(res.findings) < stop_after:
         state, tracker, depth, faults, path = queue.popleft()
@@ -120,13 +174,15 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
         system = sy.enabled(state)
         actions: list[tuple[sy.Action, int]] = [(a, 0) for a in system]
         if faults < bounds.faults:
-            actions += [(a, 1) for a in _faults(state, names, assignors)]
+            actions += [(a, 1) for a in _faults(state, names, assignors, bounds.stalls, bounds.statics)]
         for action, cost in actions:
             result = sy.step(state, action, config)
             if result is None:
                 continue
             after, events = result
             res.transitions += 1
+            if rp.forced(state, action):
+                res.forced += 1
             step_path = (*path, sy.describe(state, action))
             for what in state_findings(state, action, after):
                 res.findings.append(Finding("timer" if what.startswith("timer") else "invariant", what, step_path))
@@ -177,6 +233,7 @@ def _tie(before: sy.SystemState, action: sy.Action, after: sy.SystemState, event
 
 def summary(results: Mapping[str, Exploration]) -> dict[str, Any]:
     return {name: {"states": r.states, "transitions": r.transitions, "tie_queries": r.tie_queries,
+                   "rejected_heartbeats": r.forced,
                    "tie_cached": r.tie_cached, "stutters": r.stutters, "depth_frontier": r.frontier,
                    "exhaustive_within_bounds": r.exhausted}
             for name, r in results.items()}
@@ -186,7 +243,32 @@ def summary(results: Mapping[str, Exploration]) -> dict[str, Any]:
 
 def _deepen(b: Any) -> dict[str, int]:
     return {**b, "members": b["members"] + (1 if b["members"] < 3 else 0), "partitions": b["partitions"] + 1,
-            "faults": b["faults"] + 1, "depth": b["depth"] + 10, "max_states": b["max_states"] * 4}
+            "faults": b["faults"] + 1, "depth": b["depth"] + 10, "max_states": b["max_states"] * 4,
+            "stall_members": b["stall_members"] + (1 if b["stall_members"] < 3 else 0),
+            "stall_partitions": b["stall_partitions"] + 1, "stall_faults": b["stall_faults"] + 1,
+            "stall_depth": b["stall_depth"] + 6, "stall_groups": len(GROUPS)}
+
+
+def cases(bounds: Mapping[str, int]) -> list[tuple[str, tuple[str, ...], Bounds]]:
+    """The explored cases: from the empty group, 1..members dynamic consumers that start, crash and
+    leave; and the stall case: static consumers (variant-1 timeouts: a rebalance timeout below the
+    session timeout, so a stalled static member stays in the group while a rebalance completes without
+    it, KIP-345), explored also from the settled groups of fewer consumers, with stalls of ``stall_ms`` in
+    the fault alphabet -- the way a consumer misses a rebalance and then hears ILLEGAL_GENERATION."""
+    out: list[tuple[str, tuple[str, ...], Bounds]] = []
+    for members in range(1, bounds["members"] + 1):
+        b = Bounds(members, bounds["partitions"], bounds["faults"], bounds["depth"], bounds["max_states"])
+        for group in GROUPS:
+            out.append((f"{members} consumer(s) x {b.partitions} partitions, {group[0]}, {b.faults} faults, "
+                        f"{b.depth} steps", group, b))
+    if bounds.get("stall_members", 0):
+        b = Bounds(bounds["stall_members"], bounds["stall_partitions"], bounds["stall_faults"], bounds["stall_depth"],
+                   bounds["max_states"], stalls=(bounds["stall_ms"],), variant=1, statics=True, settled_roots=True)
+        for group in GROUPS[:bounds["stall_groups"]]:
+            out.append((f"{b.members} static consumer(s) x {b.partitions} partitions, {group[0]}, from the empty "
+                        f"and the settled groups, stalls of {bounds['stall_ms']} ms, {b.faults} faults, "
+                        f"{b.depth} steps", group, b))
+    return out
 
 
 def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
@@ -194,25 +276,23 @@ def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
     bounds.update(cfg.bounds or {})
     prover = Prover(cfg.timeout_ms)
     results: dict[str, Exploration] = {}
-    for members in range(1, bounds["members"] + 1):
-        b = Bounds(members, bounds["partitions"], bounds["faults"],
-                   bounds["depth"], bounds["max_states"])
-        for group in GROUPS:
-            label = f"{members} consumer(s) x {b.partitions} partitions, {group[0]}, {b.faults} faults, {b.depth} steps"
-            r = explore(group, b, mutants=cfg.mutants, tie=tie, timeout_ms=cfg.timeout_ms)
-            results[label] = r
-            note = "; ".join(f"{f.kind}: {f.what[:400]} (after {' / '.join(f.path[-4:])})" for f in r.findings[:2])
-            if not r.exhausted:
-                note = (note + "; " if note else "") + f"state limit {b.max_states} reached: not exhaustive"
-            what = ("every transition is a sequence of the encoding's micro-steps" if tie else
-                    "the catalogue's invariants hold in every reachable state and on every transition")
-            prover.record(f"{label}: {r.states} states, {r.transitions} transitions -- {what}",
-                          not r.findings and r.exhausted, note)
-            if r.unknown:
-                prover.queries.append(Query(f"{label}: {r.unknown} tie queries answered unknown", "unsat", "unknown"))
+    for label, group, b in cases(bounds):
+        r = explore(group, b, mutants=cfg.mutants, tie=tie, timeout_ms=cfg.timeout_ms)
+        results[label] = r
+        note = "; ".join(f"{f.kind}: {f.what[:400]} (after {' / '.join(f.path[-4:])})" for f in r.findings[:2])
+        if not r.exhausted:
+            note = (note + "; " if note else "") + f"state limit {b.max_states} reached: not exhaustive"
+        what = ("every transition is a sequence of the encoding's micro-steps" if tie else
+                "the catalogue's invariants hold in every reachable state and on every transition")
+        prover.record(f"{label}: {r.states} states, {r.transitions} transitions -- {what}",
+                      not r.findings and r.exhausted, note)
+        if r.unknown:
+            prover.queries.append(Query(f"{label}: {r.unknown} tie queries answered unknown", "unsat", "unknown"))
     states = sum(r.states for r in results.values())
     transitions = sum(r.transitions for r in results.values())
-    facts: dict[str, Any] = {"states": states, "transitions": transitions, "per_case": summary(results)}
+    facts: dict[str, Any] = {"states": states, "transitions": transitions,
+                             "rejected_heartbeats_reached": sum(r.forced for r in results.values()),
+                             "per_case": summary(results)}
     if tie:
         used: dict[str, int] = {}
         for r in results.values():
@@ -239,7 +319,8 @@ def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
     source="model.system.enabled / step; model.invariants.protocol (single_owner, generation_monotonic, "
            "eager_revoke_all, commits_fenced)",
     assumptions=("fifo-per-connection", "one-coordinator", "no-commits"),
-    bounds={"members": 2, "partitions": 2, "faults": 3, "depth": 40, "max_states": 60000},
+    bounds={"members": 2, "partitions": 2, "faults": 3, "depth": 40, "max_states": 60000, "stall_members": 2,
+            "stall_partitions": 2, "stall_faults": 3, "stall_depth": 26, "stall_ms": 5000, "stall_groups": 2},
     deepen=_deepen,
 )
 def model_explore_invariants(cfg: RunConfig) -> Outcome:
@@ -254,7 +335,8 @@ def model_explore_invariants(cfg: RunConfig) -> Outcome:
               "protocol-* inductions are about the code that runs",
     source="model.system.step; model.proofs.abstraction; model.proofs.replay.check_step",
     assumptions=("timers-any-time", "fifo-per-connection", "one-coordinator"),
-    bounds={"members": 2, "partitions": 2, "faults": 2, "depth": 14, "max_states": 5000},
+    bounds={"members": 2, "partitions": 2, "faults": 2, "depth": 14, "max_states": 5000, "stall_members": 2,
+            "stall_partitions": 1, "stall_faults": 2, "stall_depth": 20, "stall_ms": 5000, "stall_groups": 1},
     deepen=_deepen,
 )
 def model_explore_tie(cfg: RunConfig) -> Outcome:

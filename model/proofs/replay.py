@@ -187,7 +187,10 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
         k = m.conn if m else ""
         closing = ("close-commit", "coordinator-offset-commit", "receive-commit-answer",
                    "heartbeat-illegal-generation", "heartbeat-unknown-member", *coordinator_followups)
-        longer: list[Shape] = [[(("close-commit",), k), *[(closing, None)] * n, (("close",), k)] for n in range(2, 6)]
+        # a commit the consumer queued before close() (onJoinPrepare's) is answered first: close waits for
+        # pending commits (ConsumerCoordinator.close) -- so the chain may start with that commit's delivery
+        first = ("close-commit", "coordinator-offset-commit", "receive-commit-answer")
+        longer: list[Shape] = [[(first, k), *[(closing, None)] * n, (("close",), k)] for n in range(2, 6)]
         committed = m is not None and m.config.auto_commit and m.owned and m.state is mb.MemberState.STABLE
         alone: list[Shape] = [[(("close",), k)]]
         return longer + alone if committed else alone + longer
