@@ -36,9 +36,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import z3
+
 from model import system as sy
 from model.classic import member as mb
 from model.invariants import protocol as pinv
+from model.proofs import protocol_model as pm
 from model.proofs import replay as rp
 from model.proofs.abstraction import Tracker, Valuation, elements, max_generation, valuation
 from model.proofs.core import Outcome, RunConfig, obligation, outcome
@@ -80,6 +83,32 @@ class Exploration:
     forced: int = 0  # transitions the coordinator's answer forces (a rejected heartbeat to reset on)
     micro_steps: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    converse: Converse | None = None
+
+
+@dataclass
+class _Node:
+    """What the converse needs of one expanded state: its abstraction, the encoding's first micro-steps
+    its transitions realise, and its stutter successors (the clock, a stall ending, a heartbeat pass)."""
+
+    tracker: Tracker
+    faults_left: bool
+    path: tuple[str, ...]
+    heads: set[tuple[str, str]] = field(default_factory=set)
+    stutters: list[sy.SystemState] = field(default_factory=list)
+
+
+@dataclass
+class Converse:
+    states: int = 0  # expanded states checked
+    near_bound: int = 0  # not checked: a stutter path from them reaches the depth bound
+    queries: int = 0
+    cached: int = 0
+    realised: int = 0  # (micro-step, consumer) pairs the encoding allows and the model realises
+    deferred: int = 0  # allowed for a stalled consumer, not realised within the bounds
+    budget: int = 0  # fault micro-steps allowed where the fault budget is spent
+    unknown: int = 0
+    unmatched: dict[str, int] = field(default_factory=dict)
 
 
 def _faults(state: sy.SystemState, names: Iterable[str], assignors: tuple[str, ...],
@@ -151,7 +180,7 @@ def state_findings(before: sy.SystemState, action: sy.Action, after: sy.SystemSt
 
 
 def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[str] = frozenset(),
-            tie: bool = True, timeout_ms: int = 20_000, stop_after: int = 3) -> Exploration:
+            tie: bool = True, converse: bool = False, timeout_ms: int = 20_000, stop_after: int = 3) -> Exploration:
     """Every state reachable within ``bounds`` for a group whose consumers all use ``assignors``."""
     config = rp.replay_config(mutants, bounds.variant)
     names = [chr(ord("a") + i) for i in range(bounds.members)]
@@ -166,11 +195,16 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
                 seen[root[0]] = 0
                 queue.append((root[0], root[1], 0, 0, root[2]))
     cache: dict[tuple[Any, ...], rp.StepCheck] = {}
+    nodes: dict[sy.SystemState, _Node] = {}
     while queue and len(res.findings) < stop_after:
         state, tracker, depth, faults, path = queue.popleft()
         if depth >= bounds.depth:
             res.frontier += 1
             continue
+        node = nodes.get(state) or _Node(tracker, False, path)
+        node.faults_left = node.faults_left or faults < bounds.faults  # a state expanded again with fewer faults
+        if converse and tie:
+            nodes[state] = node
         system = sy.enabled(state)
         actions: list[tuple[sy.Action, int]] = [(a, 0) for a in system]
         if faults < bounds.faults:
@@ -190,7 +224,10 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
             nxt_tracker.observe(state, action, after, events)
             if tie:
                 check = _tie(state, action, after, events, tracker, nxt_tracker, mutants, timeout_ms, cache, res)
+                if isinstance(action, sy.MemberStarts):
+                    node.heads.add(("start", "*"))  # a new incarnation's fresh connection: any start
                 if check.stutter:
+                    node.stutters.append(after)
                     res.stutters += 1
                 elif not check.ok:
                     if check.result == "unknown":
@@ -198,6 +235,8 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
                     res.findings.append(Finding("tie", f"{check.action}: no sequence of the encoding's micro-steps "
                                                 f"({check.result}); {check.detail}", step_path))
                 else:
+                    head = check.micro_steps[0]
+                    node.heads.add((head.split("(")[0], head.split("(", 1)[1].rstrip(")")))
                     for s in check.micro_steps:
                         key = s.split("(")[0]
                         res.micro_steps[key] = res.micro_steps.get(key, 0) + 1
@@ -210,6 +249,8 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
             seen[after] = nf
             queue.append((after, nxt_tracker, depth + 1, nf, step_path))
     res.states = len(seen)
+    if converse and tie and len(res.findings) < stop_after:
+        res.converse = _converse(nodes, mutants, timeout_ms, res, stop_after)
     return res
 
 
@@ -229,6 +270,182 @@ def _tie(before: sy.SystemState, action: sy.Action, after: sy.SystemState, event
     check = rp.check_step(before, action, after, events, tracker, nxt, mutants, timeout_ms)
     cache[key] = check
     return check
+
+
+#: Fault micro-steps: the encoding takes them at any moment, the exploration only while the path's fault
+#: budget lasts (``Bounds.faults``).
+FAULT_STEPS = frozenset({"start", "crash", "close-commit", "close"})
+
+
+#: The consumer's steps that start a rejoin (see ``_converse``).
+REJOIN = frozenset({"poll-join-prepare-commit", "poll-send-join"})
+
+
+def _realised(nodes: Mapping[sy.SystemState, _Node]) -> dict[sy.SystemState, set[tuple[str, str]] | None]:
+    """Per expanded state: the first micro-steps its transitions realise, looking through its stutter
+    successors (the same abstraction: the clock moving, a stall ending, a heartbeat request delivered).
+    None where a stutter path leaves the explored part (reaches the depth bound): not decidable here."""
+    memo: dict[sy.SystemState, set[tuple[str, str]] | None] = {}
+    for root in nodes:
+        if root in memo:
+            continue
+        stack: list[tuple[sy.SystemState, int]] = [(root, 0)]
+        on_path: set[sy.SystemState] = set()
+        while stack:
+            st, i = stack.pop()
+            node = nodes[st]
+            if i == 0:
+                on_path.add(st)
+            if i < len(node.stutters):
+                stack.append((st, i + 1))
+                nxt = node.stutters[i]
+                if nxt in nodes and nxt not in memo and nxt not in on_path:
+                    stack.append((nxt, 0))
+                continue
+            out: set[tuple[str, str]] | None = set(node.heads)
+            for nxt in node.stutters:
+                sub = memo.get(nxt) if nxt in nodes else None
+                if nxt in on_path and nxt not in memo:
+                    continue  # a stutter cycle adds nothing
+                if sub is None or out is None:
+                    out = None
+                    break
+                out |= sub
+            memo[st] = out
+            on_path.discard(st)
+    return memo
+
+
+def _converse(nodes: Mapping[sy.SystemState, _Node], mutants: frozenset[str], timeout_ms: int, res: Exploration,
+              stop_after: int) -> Converse:
+    """The converse of the tie, at every expanded state: every micro-step (and consumer) the encoding
+    allows from the state's abstraction is realised by a transition of the executable model from that
+    state or from a stutter successor -- except the stated over-approximations (``rp.OVER_APPROXIMATIONS``:
+    timers at any moment, a fatal error at any moment, heartbeat-thread steps, join refusals; and a
+    request the coordinator handles although its connection is muted behind a parked JoinGroup /
+    SyncGroup, ``model.system.muted``, which the encoding does not model), fault micro-steps once the
+    path's fault budget is spent, and steps of a stalled consumer. One Z3 query per distinct (abstraction,
+    realised set): is there an allowed (micro-step, consumer) outside them? Each pair found is a
+    divergence (the encoding allows what the code cannot do there). All states of one exploration are
+    read in one finite universe (the union of their elements; an element a state does not know is an
+    unused slot), so the relation's terms are built once per micro-step and consumer."""
+    out = Converse()
+    realised = _realised(nodes)
+    names = [a.name for a in pm.ACTIONS if a.name not in rp.OVER_APPROXIMATIONS]
+    own: dict[sy.SystemState, tuple[list[str], int]] = {}
+    all_ks: set[str] = set()
+    all_ps: set[str] = set()
+    all_insts: set[str] = set()
+    top = 0
+    for state, node in nodes.items():
+        if realised.get(state) is None:
+            continue
+        ks, ps, insts = elements([state], node.tracker)
+        gen = max_generation([state], node.tracker)
+        own[state] = (ks, gen)
+        all_ks.update(ks)
+        all_ps.update(ps)
+        all_insts.update(insts)
+        top = max(top, gen)
+    u = _Universe(sorted(all_ks), sorted(all_ps), sorted(all_insts), top, mutants)
+    cache: dict[tuple[Any, ...], list[tuple[str, str]] | None] = {}
+    for state, node in nodes.items():
+        done = realised.get(state)
+        if done is None:
+            out.near_bound += 1
+            continue
+        out.states += 1
+        ks, _ = own[state]
+        va = valuation(state, node.tracker, u.ks, u.ps, u.insts, u.gens)
+        stalled = frozenset(m.conn for m in sy.running(state) if m.stalled)
+        # requests the executable model cannot deliver now: muted connections, and all of them while a
+        # coordinator timer is due (the model fires due timers first; the encoding interleaves freely)
+        parked = set(ks) if sy.coordinator_due(state) else sy.muted(state.group, state.network)
+        # the encoding lets a consumer start a rejoin at any moment (it has no rejoin-needed flag: a
+        # subscription or metadata change would do it, and those are outside the exploration's alphabet)
+        settled = {m.conn for m in sy.running(state) if not m.rejoin_needed}
+        started = ("start", "*") in done
+        skip = {(n, k) for n in names for k in ks
+                if (n, k) in done or (n == "start" and started) or (n in FAULT_STEPS and not node.faults_left)
+                or k in stalled or (k in parked and n.startswith("coordinator-")) or (k in settled and n in REJOIN)}
+        candidates = [(n, k) for n in names for k in ks if (n, k) not in skip]
+        key = (_frozen(va), tuple(candidates))
+        if key in cache:
+            out.cached += 1
+            found = cache[key]
+        else:
+            out.queries += 1
+            found = u.unmatched(va, candidates, timeout_ms)
+            cache[key] = found
+        if found is None:
+            out.unknown += 1
+            res.findings.append(Finding("converse", "a converse query answered unknown", node.path))
+            continue
+        out.realised += sum(1 for n, k in done if n in names)
+        out.budget += 0 if node.faults_left else 1
+        out.deferred += len(stalled)
+        for n, k in found:
+            out.unmatched[n] = out.unmatched.get(n, 0) + 1
+            if len(res.findings) < stop_after:
+                res.findings.append(Finding("converse", f"the encoding allows {n}({k}) from the abstraction of this "
+                                            "state; no transition of the executable model from it (or after the "
+                                            "clock, a stall ending or a heartbeat) takes that step", node.path))
+    return out
+
+
+class _Universe:
+    """One finite universe for the converse queries of an exploration, with the terms it needs (pinned
+    fields, micro-step relations) built once: building z3 terms, not solving, is what these queries cost."""
+
+    def __init__(self, ks: list[str], ps: list[str], insts: list[str], top: int, mutants: frozenset[str]) -> None:
+        self.ks, self.ps, self.insts, self.mutants = ks, ps, insts, mutants
+        self.gens = range(pm.NO_GEN, top + 3)
+        self.u = rp.Universe.of(ks, ps, insts, top)
+        self.s0, self.s1 = pm.State(self.u.sorts, "_cx0"), pm.State(self.u.sorts, "_cx1")
+        self.c = z3.Const("converse_c", self.u.sorts.K)
+        self.pins: dict[tuple[str, tuple[Any, ...], Any], Any] = {}
+        self.relations: dict[tuple[str, str], Any] = {}
+
+    def pin(self, v: Valuation) -> list[Any]:
+        out: list[Any] = []
+        for name, table in v.fields.items():
+            for args, value in table.items():
+                key = (name, args, value)
+                term = self.pins.get(key)
+                if term is None:
+                    one = Valuation(v.ks, v.ps, v.insts, {name: {args: value}})
+                    terms = rp.pin(self.s0, self.u, one)
+                    term = terms[0] if terms else z3.BoolVal(True)
+                    self.pins[key] = term
+                out.append(term)
+        return out
+
+    def relation(self, name: str, k: str) -> Any:
+        if (name, k) not in self.relations:
+            self.relations[(name, k)] = pm.action_by_name(name).relation(self.s0, self.s1, self.u.ks[k], self.c, None,
+                                                                         self.mutants)
+        return self.relations[(name, k)]
+
+    def unmatched(self, v: Valuation, candidates: list[tuple[str, str]], timeout_ms: int
+                  ) -> list[tuple[str, str]] | None:
+        """The (micro-step, consumer) pairs among ``candidates`` the encoding allows from ``v``; None on unknown."""
+        if not candidates:
+            return []
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(*self.pin(v))
+        choice = z3.Int("converse_choice")
+        solver.add(z3.Or([z3.And(choice == i, self.relation(n, k)) for i, (n, k) in enumerate(candidates)]))
+        found: list[tuple[str, str]] = []
+        while True:
+            answer = solver.check()
+            if answer == z3.unknown:
+                return None
+            if answer == z3.unsat:
+                return found
+            i = solver.model().eval(choice).as_long()
+            found.append(candidates[i])
+            solver.add(choice != i)
 
 
 def summary(results: Mapping[str, Exploration]) -> dict[str, Any]:
@@ -277,13 +494,18 @@ def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
     prover = Prover(cfg.timeout_ms)
     results: dict[str, Exploration] = {}
     for label, group, b in cases(bounds):
-        r = explore(group, b, mutants=cfg.mutants, tie=tie, timeout_ms=cfg.timeout_ms)
+        converse = tie and bool(bounds.get("converse")) and not b.settled_roots
+        r = explore(group, b, mutants=cfg.mutants, tie=tie, converse=converse, timeout_ms=cfg.timeout_ms)
         results[label] = r
         note = "; ".join(f"{f.kind}: {f.what[:400]} (after {' / '.join(f.path[-4:])})" for f in r.findings[:2])
         if not r.exhausted:
             note = (note + "; " if note else "") + f"state limit {b.max_states} reached: not exhaustive"
         what = ("every transition is a sequence of the encoding's micro-steps" if tie else
                 "the catalogue's invariants hold in every reachable state and on every transition")
+        if r.converse is not None:
+            what += (f"; converse: at {r.converse.states} states every micro-step the encoding allows is taken by "
+                     f"the model (through stutters), outside the stated over-approximations "
+                     f"({r.converse.near_bound} states near the depth bound not checked)")
         prover.record(f"{label}: {r.states} states, {r.transitions} transitions -- {what}",
                       not r.findings and r.exhausted, note)
         if r.unknown:
@@ -300,6 +522,17 @@ def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
                 used[key] = used.get(key, 0) + n
         facts["micro_steps_used"] = dict(sorted(used.items()))
         facts["tie_queries"] = sum(r.tie_queries for r in results.values())
+        cv = [r.converse for r in results.values() if r.converse is not None]
+        if cv:
+            facts["converse"] = {"states_checked": sum(c.states for c in cv),
+                                 "states_near_depth_bound": sum(c.near_bound for c in cv),
+                                 "queries": sum(c.queries for c in cv),
+                                 "realised_pairs": sum(c.realised for c in cv),
+                                 "states_with_fault_budget_spent": sum(c.budget for c in cv),
+                                 "stalled_consumers_skipped": sum(c.deferred for c in cv),
+                                 "over_approximations": sorted(rp.OVER_APPROXIMATIONS) + [
+                                     "coordinator steps on a muted connection or while a timer is due",
+                                     "a rejoin started by a consumer that has none pending"]}
     ok = prover.status.value == "proved"
     text = (f"{states} reachable states, {transitions} transitions of the executable model, "
             + ("every one a step of the encoding" if tie else "no invariant broken") if ok else
@@ -336,7 +569,8 @@ def model_explore_invariants(cfg: RunConfig) -> Outcome:
     source="model.system.step; model.proofs.abstraction; model.proofs.replay.check_step",
     assumptions=("timers-any-time", "fifo-per-connection", "one-coordinator"),
     bounds={"members": 2, "partitions": 2, "faults": 2, "depth": 14, "max_states": 5000, "stall_members": 2,
-            "stall_partitions": 1, "stall_faults": 2, "stall_depth": 20, "stall_ms": 5000, "stall_groups": 1},
+            "stall_partitions": 1, "stall_faults": 2, "stall_depth": 20, "stall_ms": 5000, "stall_groups": 1,
+            "converse": 1},
     deepen=_deepen,
 )
 def model_explore_tie(cfg: RunConfig) -> Outcome:

@@ -109,6 +109,18 @@ def _heartbeat_rebalance_ignored(mp: Any) -> None:
     mp.setattr(mb, "_on_heartbeat_response", on_heartbeat_response)
 
 
+def _failed_join_not_retried(mp: Any) -> None:
+    """poll() never handles a failed JoinGroup / SyncGroup (a slip in ``poll_has_work``: only a succeeded
+    join is work), so a consumer whose join was refused is stuck until something else wakes it."""
+    original = mb.poll_has_work
+
+    def poll_has_work(m: Any, metadata: Any, log: Any = ()) -> bool:
+        if m.join is mb.JoinFuture.FAILED:
+            return False
+        return original(m, metadata, log)
+    mp.setattr(mb, "poll_has_work", poll_has_work)
+
+
 BUGS: dict[str, Callable[[Any], None]] = {
     "sync-before-store": _sync_before_store,
     "eager-keeps-partitions": _eager_keeps_partitions,
@@ -118,6 +130,7 @@ BUGS: dict[str, Callable[[Any], None]] = {
     "cooperative-keeps-revoked": _cooperative_keeps_revoked,
     "leave-ignored": _leave_ignored,
     "heartbeat-rebalance-ignored": _heartbeat_rebalance_ignored,
+    "failed-join-not-retried": _failed_join_not_retried,
 }
 
 
