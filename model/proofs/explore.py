@@ -138,17 +138,16 @@ def settled(start: sy.SystemState, names: Iterable[str], assignors: tuple[str, .
     Stable with nothing in flight. Each step of that run is checked like an explored one (invariants and,
     through the tie's history, the encoding): the exploration from the root extends a real run.
     None when the run does not settle within ``limit`` steps (the correct model settles in about 15)."""
-    state, tracker, path = start, Tracker(), ()
+    state, tracker = start, Tracker()
+    path: tuple[str, ...] = ()
     actions: list[sy.Action] = [sy.MemberStarts(n, ("t",), assignors, f"{n}-i" if statics else None) for n in names]
     for _ in range(limit):
         if not actions:
             members = sy.running(state)
             if members and all(m.state is mb.MemberState.STABLE for m in members) and state.network.empty():
                 return state, tracker, path
-            actions = [a for a in sy.enabled(state) if not isinstance(a, sy.ClockAdvances)]
-            if not actions:
-                actions = sy.enabled(state)[:1]
-            actions = actions[:1]
+            enabled = sy.enabled(state)
+            actions = [a for a in enabled if not isinstance(a, sy.ClockAdvances)][:1] or list(enabled[:1])
             if not actions:
                 return None
         action = actions.pop(0)
