@@ -147,7 +147,8 @@ def settled(start: sy.SystemState, names: Iterable[str], assignors: tuple[str, .
             if members and all(m.state is mb.MemberState.STABLE for m in members) and state.network.empty():
                 return state, tracker, path
             enabled = sy.enabled(state)
-            actions = [a for a in enabled if not isinstance(a, sy.ClockAdvances)][:1] or list(enabled[:1])
+            first: list[sy.Action] = [a for a in enabled if not isinstance(a, sy.ClockAdvances)]
+            actions = first[:1] or list(enabled[:1])
             if not actions:
                 return None
         action = actions.pop(0)
