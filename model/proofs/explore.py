@@ -31,8 +31,9 @@ bounds (stated in the report, raised by ``--deep``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,12 +41,17 @@ import z3
 
 from model import system as sy
 from model.classic import member as mb
+from model.consumption import DeliveryConfig
 from model.invariants import protocol as pinv
+from model.proofs import delivery as dl
 from model.proofs import protocol_model as pm
 from model.proofs import replay as rp
 from model.proofs.abstraction import Tracker, Valuation, elements, max_generation, valuation
 from model.proofs.core import Outcome, RunConfig, obligation, outcome
 from model.proofs.solver import Prover, Query
+from model.types import TopicPartition
+
+Transition = rp.Transition
 
 GROUPS: tuple[tuple[str, ...], ...] = (("range",), ("cooperative-sticky",))
 
@@ -61,6 +67,7 @@ class Bounds:
     variant: int = 0  # the timeouts (model.proofs.replay.replay_config)
     statics: bool = False  # consumers have group.instance.id (static membership, KIP-345)
     settled_roots: bool = False  # also explore from the settled groups of 1..members-1 consumers
+    produce: int = 0  # records a producer appends in one step (0: no producer in the fault alphabet)
 
 
 @dataclass
@@ -112,8 +119,8 @@ class Converse:
 
 
 def _faults(state: sy.SystemState, names: Iterable[str], assignors: tuple[str, ...],
-            stalls: tuple[int, ...] = (), statics: bool = False) -> list[sy.Action]:
-    out: list[sy.Action] = []
+            stalls: tuple[int, ...] = (), statics: bool = False, produce: int = 0) -> list[sy.Action]:
+    out: list[sy.Action] = [sy.RecordsProduced("t", produce)] if produce else []
     for n in names:
         p = sy.process(state, n)
         if p is None or p.member is None:
@@ -131,22 +138,25 @@ def _frozen(v: Valuation) -> tuple[Any, ...]:
 
 def settled(start: sy.SystemState, names: Iterable[str], assignors: tuple[str, ...], statics: bool,
             config: sy.SystemConfig, mutants: frozenset[str], timeout_ms: int, res: Exploration, tie: bool,
-            limit: int = 200
+            produce: int = 0, limit: int = 200
             ) -> tuple[sy.SystemState, Tracker, tuple[str, ...]] | None:
     """A settled group of the consumers ``names``, reached by one run of the executable model: they start,
     then the first enabled system action is taken until only the clock can move and every consumer is
-    Stable with nothing in flight. Each step of that run is checked like an explored one (invariants and,
+    Stable with nothing in flight (with ``produce``, a producer appends that many records first). Each step of that run is checked like an explored one (invariants and,
     through the tie's history, the encoding): the exploration from the root extends a real run.
     None when the run does not settle within ``limit`` steps (the correct model settles in about 15)."""
     state, tracker = start, Tracker()
     path: tuple[str, ...] = ()
     actions: list[sy.Action] = [sy.MemberStarts(n, ("t",), assignors, f"{n}-i" if statics else None) for n in names]
+    if produce:  # records to read: the settled group has consumed (and, committing, committed) them
+        actions.insert(0, sy.RecordsProduced("t", produce))
     for _ in range(limit):
         if not actions:
             members = sy.running(state)
-            if members and all(m.state is mb.MemberState.STABLE for m in members) and state.network.empty():
-                return state, tracker, path
             enabled = sy.enabled(state)
+            if members and all(m.state is mb.MemberState.STABLE for m in members) and state.network.empty() \
+                    and all(isinstance(a, sy.ClockAdvances) for a in enabled):
+                return state, tracker, path
             first: list[sy.Action] = [a for a in enabled if not isinstance(a, sy.ClockAdvances)]
             actions = first[:1] or list(enabled[:1])
             if not actions:
@@ -180,9 +190,13 @@ def state_findings(before: sy.SystemState, action: sy.Action, after: sy.SystemSt
 
 
 def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[str] = frozenset(),
-            tie: bool = True, converse: bool = False, timeout_ms: int = 20_000, stop_after: int = 3) -> Exploration:
-    """Every state reachable within ``bounds`` for a group whose consumers all use ``assignors``."""
-    config = rp.replay_config(mutants, bounds.variant)
+            tie: bool = True, converse: bool = False, timeout_ms: int = 20_000, stop_after: int = 3,
+            config: sy.SystemConfig | None = None, on_step: Callable[[Transition, tuple[str, ...]], list[str]] | None = None
+            ) -> Exploration:
+    """Every state reachable within ``bounds`` for a group whose consumers all use ``assignors``.
+    ``config`` replaces the timeouts of ``bounds.variant``; ``on_step`` checks each transition further
+    (the delivery tie) and returns what it found wrong."""
+    config = config or rp.replay_config(mutants, bounds.variant)
     names = [chr(ord("a") + i) for i in range(bounds.members)]
     start = sy.initial_state(config, [("t", bounds.partitions)])
     res = Exploration()
@@ -190,7 +204,8 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
     queue: deque[tuple[sy.SystemState, Tracker, int, int, tuple[str, ...]]] = deque([(start, Tracker(), 0, 0, ())])
     if bounds.settled_roots:
         for size in range(1, bounds.members):
-            root = settled(start, names[:size], assignors, bounds.statics, config, mutants, timeout_ms, res, tie)
+            root = settled(start, names[:size], assignors, bounds.statics, config, mutants, timeout_ms, res, tie,
+                          bounds.produce)
             if root is not None and root[0] not in seen:
                 seen[root[0]] = 0
                 queue.append((root[0], root[1], 0, 0, root[2]))
@@ -208,7 +223,7 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
         system = sy.enabled(state)
         actions: list[tuple[sy.Action, int]] = [(a, 0) for a in system]
         if faults < bounds.faults:
-            actions += [(a, 1) for a in _faults(state, names, assignors, bounds.stalls, bounds.statics)]
+            actions += [(a, 1) for a in _faults(state, names, assignors, bounds.stalls, bounds.statics, bounds.produce)]
         for action, cost in actions:
             result = sy.step(state, action, config)
             if result is None:
@@ -220,6 +235,9 @@ def explore(assignors: tuple[str, ...], bounds: Bounds, *, mutants: frozenset[st
             step_path = (*path, sy.describe(state, action))
             for what in state_findings(state, action, after):
                 res.findings.append(Finding("timer" if what.startswith("timer") else "invariant", what, step_path))
+            if on_step is not None:
+                for what in on_step((state, action, after, tuple(events)), step_path):
+                    res.findings.append(Finding("delivery", what, step_path))
             nxt_tracker = tracker.copy()
             nxt_tracker.observe(state, action, after, events)
             if tie:
@@ -577,4 +595,88 @@ def model_explore_tie(cfg: RunConfig) -> Outcome:
     return _run(cfg, model_explore_tie.bounds, tie=True)
 
 
-OBLIGATIONS = (model_explore_invariants, model_explore_tie)
+
+# -- the delivery layer, explored ------------------------------------------------------------------------
+
+#: The record-layer configurations the delivery exploration runs: a commit policy of each kind the
+#: delivery proofs speak about (auto-commit, commitSync after each poll and in onPartitionsRevoked), and
+#: both reset policies that place a position without a committed offset.
+DELIVERY_CASES: tuple[tuple[str, bool, DeliveryConfig], ...] = (
+    ("auto-commit every 1500 ms, latest", True,
+     DeliveryConfig(auto_offset_reset="latest", auto_commit_interval_ms=1500, max_poll_records=2)),
+    ("commitSync after each poll and on revoke, earliest", False,
+     DeliveryConfig(auto_offset_reset="earliest", commit="sync", commit_on_revoke=True, max_poll_records=2)),
+)
+
+
+def _delivery_config(auto_commit: bool, delivery: DeliveryConfig, mutants: frozenset[str]) -> sy.SystemConfig:
+    return dataclasses.replace(rp.replay_config(mutants), auto_commit=auto_commit, delivery=delivery)
+
+
+@obligation(
+    id="model-explore-delivery", invariant="no-gap", scope="bounded",
+    statement="the delivery proofs are about the executable model at the bounds: the same exhaustive exploration "
+              "of model.system with records (a producer appending in the fault alphabet; positions, fetches, "
+              "OffsetFetch answers, commits and their answers) for an auto-commit and a commitSync consumer "
+              "group: every transition's change of the partition's record state is a sequence of the symbolic "
+              "delivery steps (Z3 on both abstractions), every records_consumed entry continues exactly from the "
+              "consumer's processed offset, and every OffsetCommit sent is of an owned partition with a "
+              "position, carrying the position (auto-commit) or the processed offset",
+    source="model.system.step; model.consumption; model.proofs.delivery.abstract / check_transition",
+    assumptions=("delivery-one-log", "fifo-per-connection"),
+    bounds={"members": 2, "partitions": 1, "faults": 3, "produce": 2, "depth": 16, "max_states": 20000},
+    deepen=lambda b: {**b, "faults": b["faults"] + 1, "depth": b["depth"] + 6, "max_states": b["max_states"] * 4},
+)
+def model_explore_delivery(cfg: RunConfig) -> Outcome:
+    bounds = {**model_explore_delivery.bounds, **(cfg.bounds or {})}
+    prover = Prover(cfg.timeout_ms)
+    total = dl.TieResult()
+    per_case: dict[str, Exploration] = {}
+    partitions = [TopicPartition("t", p) for p in range(bounds["partitions"])]
+    for name, auto_commit, delivery in DELIVERY_CASES:
+        config = _delivery_config(auto_commit, delivery, cfg.mutants)
+        chains = dl.Chains(config, min(cfg.timeout_ms, 5000))
+        for members in range(1, bounds["members"] + 1):
+            result = dl.TieResult()
+            label = (f"{name}: {members} consumer(s) x {bounds['partitions']} partition(s), {bounds['faults']} faults "
+                     f"(a producer appending {bounds['produce']} records is one), {bounds['depth']} steps")
+
+            def on_step(t: Transition, path: tuple[str, ...], chains: dl.Chains = chains,
+                        result: dl.TieResult = result, auto_commit: bool = auto_commit) -> list[str]:
+                seen = len(result.divergences)
+                dl.check_transition(*t, partitions, chains, auto_commit, result, "explored")
+                return result.divergences[seen:]
+
+            b = Bounds(members, bounds["partitions"], bounds["faults"], bounds["depth"], bounds["max_states"],
+                       produce=bounds["produce"], settled_roots=True)
+            r = explore(("range",), b, mutants=cfg.mutants, tie=False, config=config, on_step=on_step)
+            per_case[label] = r
+            for key in ("transitions", "changed", "explained", "unknown", "consumed_checked", "commits_checked",
+                        "commits_stored", "placed_from_committed", "placed_by_reset"):
+                setattr(total, key, getattr(total, key) + getattr(result, key))
+            total.deepest = max(total.deepest, result.deepest)
+            note = "; ".join(f"{f.kind}: {f.what[:400]} (after {' / '.join(f.path[-4:])})" for f in r.findings[:2])
+            if not r.exhausted:
+                note = (note + "; " if note else "") + f"state limit {b.max_states} reached: not exhaustive"
+            prover.record(f"{label}: {r.states} states, {r.transitions} transitions -- every record-layer change is a "
+                          f"sequence of symbolic delivery steps ({result.changed} changes checked)",
+                          not r.findings and r.exhausted and not result.unknown, note)
+    prover.record("the exploration exercises the record layer (consumption, stored commits, positions from a "
+                  "committed offset and from auto.offset.reset)",
+                  min(total.consumed_checked, total.commits_stored, total.commits_checked,
+                      total.placed_from_committed, total.placed_by_reset) > 0,
+                  f"consumed {total.consumed_checked}, stored {total.commits_stored}, sent {total.commits_checked}, "
+                  f"from committed {total.placed_from_committed}, by reset {total.placed_by_reset}")
+    ok = prover.status.value == "proved"
+    states = sum(r.states for r in per_case.values())
+    return outcome(prover, f"{states} reachable states with records: every record step is a step of the delivery "
+                           "encoding" if ok else "the executable model's record layer leaves the delivery encoding "
+                           "at these bounds (see the failing case)", bounds=bounds,
+                   facts={"states": states, "transitions": total.transitions, "changes": total.changed,
+                          "consumed_entries": total.consumed_checked, "commits_sent_checked": total.commits_checked,
+                          "commits_stored": total.commits_stored, "placed_from_committed": total.placed_from_committed,
+                          "placed_by_reset": total.placed_by_reset, "most_steps_per_transition": total.deepest,
+                          "per_case": summary(per_case)})
+
+
+OBLIGATIONS = (model_explore_invariants, model_explore_tie, model_explore_delivery)
