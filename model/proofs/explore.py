@@ -1,32 +1,31 @@
 """The proofs bound to the code that runs: an exhaustive, bounded exploration of ``model.system`` itself.
 
-The protocol-* inductions are about the symbolic encoding (``model.proofs.protocol_model``). They say
-something about the executable model only if every step the executable model takes is a step of the
-encoding. The seeded replays of ``model.proofs.replay`` sample that; this module checks it
-*exhaustively at stated bounds*:
+The protocol-* and delivery-* inductions are about the symbolic encodings (``model.proofs.protocol_model``,
+``model.proofs.delivery``). They say something about the executable model only if the executable model
+and the encoding take the same steps. The seeded replays of ``model.proofs.replay`` sample that; this
+module checks it *exhaustively at stated bounds*:
 
-* every reachable state of ``model.system`` is enumerated breadth first, states deduplicated, from
-  the empty group, over every interleaving of the enabled system actions (deliveries in any order
-  across connections, polls, heartbeats, timers, the clock moving to its next deadline) and every
-  placement of up to ``faults`` faults (a consumer starting, crashing, leaving), for every member count
-  up to ``members``, ``partitions`` partitions and paths of up to ``depth`` steps, for an eager
-  (range) and a cooperative (cooperative-sticky) group;
+* every reachable state of ``model.system`` is enumerated breadth first, states deduplicated, over every
+  interleaving of the enabled system actions (deliveries in any order across connections, polls,
+  heartbeats, timers, the clock moving to its next deadline) and every placement of up to ``faults``
+  faults -- a consumer starting, crashing, leaving; in the stall case also stalling (``MemberStalls``);
+  in the delivery case a producer appending records -- for every member count up to ``members``, from
+  the empty group and (``Bounds.settled_roots``) from the settled groups of fewer consumers;
 * in every reachable state and on every transition the catalogue's invariants are checked on the
   concrete state (``model.invariants.protocol``: single-owner, generation-monotonic, eager-revoke-all,
-  commit fencing), and a coordinator timer that fires must change something (a timer that fires and
-  does nothing fires for ever: an expired member that is not removed);
-* every transition is checked against the encoding's transition relation through the abstraction
-  function (``model.proofs.replay.check_step``): the step must be a short sequence of the encoding's
-  micro-steps, with the micro-step forced by the coordinator's answer where the answer decides it (a
-  heartbeat answered ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID about the consumer's current generation
-  must be the encoding's reset step, whatever the consumer did with it). Transitions with the same
-  pair of abstractions and the same candidate shapes are one Z3 query (cached); each query has the
-  run's timeout and ``unknown`` fails.
+  commit fencing), and a coordinator timer that fires must change something;
+* forward tie: every transition is checked against the encoding's transition relation through the
+  abstraction function (``model.proofs.replay.check_step``), the micro-step forced by the coordinator's
+  answer where the answer decides it. Transitions with the same pair of abstractions and the same
+  candidate shapes are one Z3 query (cached); ``unknown`` fails;
+* converse tie (``converse=True``): at every expanded state, every micro-step the encoding allows from
+  the abstraction is taken by some transition of the model from that state or a stutter successor,
+  outside the stated over-approximations (``_converse``);
+* the delivery tie (``model-explore-delivery``): every transition with records goes through
+  ``model.proofs.delivery.check_transition``.
 
 The tie's history (``abstraction.Tracker``) is path dependent; a state reached twice keeps the
-history of the first path to it, so each transition checked is a transition of a real run. What this
-does not do: the converse direction is sampled only (``replay-converse``), and the bounds are the
-bounds (stated in the report, raised by ``--deep``).
+history of the first path to it, so each transition checked is a transition of a real run.
 """
 
 from __future__ import annotations
