@@ -111,8 +111,8 @@ class Converse:
     queries: int = 0
     cached: int = 0
     realised: int = 0  # (micro-step, consumer) pairs the encoding allows and the model realises
-    deferred: int = 0  # allowed for a stalled consumer, not realised within the bounds
-    budget: int = 0  # fault micro-steps allowed where the fault budget is spent
+    deferred: int = 0  # stalled consumers whose steps were not required (summed over the states)
+    budget: int = 0  # states where the path's fault budget is spent (fault micro-steps not required)
     unknown: int = 0
     unmatched: dict[str, int] = field(default_factory=dict)
 
