@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -708,6 +708,7 @@ class Chains:
         self.config = config
         self.timeout_ms = timeout_ms
         self._built: dict[tuple[int, int], tuple[Any, list[DState], list[Any]]] = {}
+        self._answers: dict[tuple[Any, ...], str] = {}  # an exploration meets the same pair many times
 
     def _chain(self, members: int, depth: int) -> tuple[Any, list[DState], list[Any]]:
         key = (members, depth)
@@ -733,15 +734,24 @@ class Chains:
 
     def explained(self, before: Abstract, after: Abstract, depth: int) -> str:
         """'sat' when ``after`` is reached from ``before`` by at most ``depth`` symbolic steps."""
+        key = (_key(before), _key(after), depth)
+        if key in self._answers:
+            return self._answers[key]
         conns = sorted(set(before.members) | set(after.members))
         solver, states, consts = self._chain(len(conns), depth)
         named = dict(zip(conns, consts, strict=True))
         solver.push()
         try:
             solver.add(*_pin(states[0], before, named), *_pin(states[-1], after, named))
-            return str(solver.check())
+            answer = str(solver.check())
+            self._answers[key] = answer
+            return answer
         finally:
             solver.pop()
+
+
+def _key(a: Abstract) -> tuple[Any, ...]:
+    return (a.log_end, a.committed, a.in_flight, tuple(sorted(a.members.items())))
 
 
 def _consumed_ranges(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, TopicPartition], list[tuple[int, int]]]:
@@ -810,6 +820,67 @@ def _commits_sent(before: sy.SystemState, after: sy.SystemState) -> dict[TopicPa
     return out
 
 
+def check_transition(before: sy.SystemState, action: sy.Action, after: sy.SystemState,
+                     events: tuple[dict[str, Any], ...], partitions: Sequence[TopicPartition], chains: Chains,
+                     auto_commit: bool, result: TieResult, label: str, depth: int = 5) -> None:
+    """Check one transition of the executable model against the symbolic delivery steps (see the module
+    doc); divergences go to ``result``, each prefixed with ``label``."""
+    result.transitions += 1
+    ranges = _consumed_ranges(events)
+    sent = _commits_sent(before, after)
+    for tp in partitions:
+        a, b = abstract(before, tp), abstract(after, tp)
+        if a == b and not any(key[1] == tp for key in ranges) and tp not in sent:
+            continue
+        result.changed += 1
+        result.commits_stored += a.committed != b.committed
+        for conn, local in b.members.items():
+            old = a.members.get(conn)
+            if local[1] and old is not None and not old[1]:
+                if old[6] >= 0 and old[5]:
+                    result.placed_from_committed += 1
+                else:
+                    result.placed_by_reset += 1
+        # monotonic-consumption, by direct evaluation: the batches continue the processed offset
+        for (name, where), got in ranges.items():
+            if where != tp:
+                continue
+            result.consumed_checked += 1
+            owner = next((c for c in a.members if _member_name(c) == name), "")
+            old, new = a.members.get(owner), b.members.get(owner)
+            expect = old[3] if old is not None else -1
+            ok = old is not None and new is not None and old[1] and new[1]
+            for first, end in got:
+                ok = ok and first == expect and end > first
+                expect = end
+            if not ok or new is None or new[3] != expect:
+                result.divergences.append(f"{label}: {sy.describe(before, action)}: {name} consumed {tp} "
+                                          f"{got} from {_show(old)} to {_show(new)}")
+        # committed-not-ahead and commit-owned-only, by direct evaluation: a commit sent is of an owned
+        # partition with a position, and carries the position (auto-commit) or the processed offset
+        for conn, offset in sent.get(tp, ()):
+            result.commits_checked += 1
+            old, new = a.members.get(conn), b.members.get(conn)
+            field_ = 2 if auto_commit else 3
+            allowed = {loc[field_] for loc in (old, new) if loc is not None and loc[1]}
+            if old is None or not old[0] or not old[1] or offset not in allowed:
+                result.divergences.append(f"{label}: {sy.describe(before, action)}: {conn} commits {tp} at "
+                                          f"{offset} from {_show(old)} to {_show(new)}")
+        verdict = "unsat"
+        for d in sorted({min(1, depth), min(2, depth), depth}):
+            verdict = chains.explained(a, b, d)
+            if verdict != "unsat":
+                break
+        if verdict == "sat":
+            result.explained += 1
+            result.deepest = max(result.deepest, d)
+        elif verdict == "unknown":
+            result.unknown += 1
+        else:
+            result.divergences.append(f"{label}: {sy.describe(before, action)}: {tp}: no sequence of at "
+                                      f"most {depth} symbolic steps leads from {_show_all(a)} to {_show_all(b)}")
+
+
 def check_run(scenario: Scenario, seed: int, result: TieResult, timeout_ms: int, depth: int = 5,
               mutants: frozenset[str] = frozenset()) -> None:
     """Run ``scenario`` and check every transition against the symbolic steps (see the module doc)."""
@@ -818,60 +889,8 @@ def check_run(scenario: Scenario, seed: int, result: TieResult, timeout_ms: int,
 
     def observe(before: sy.SystemState, action: sy.Action, after: sy.SystemState,
                 events: tuple[dict[str, Any], ...]) -> None:
-        result.transitions += 1
-        ranges = _consumed_ranges(events)
-        sent = _commits_sent(before, after)
-        for tp in partitions:
-            a, b = abstract(before, tp), abstract(after, tp)
-            if a == b and not any(key[1] == tp for key in ranges) and tp not in sent:
-                continue
-            result.changed += 1
-            result.commits_stored += a.committed != b.committed
-            for conn, local in b.members.items():
-                old = a.members.get(conn)
-                if local[1] and old is not None and not old[1]:
-                    if old[6] >= 0 and old[5]:
-                        result.placed_from_committed += 1
-                    else:
-                        result.placed_by_reset += 1
-            # monotonic-consumption, by direct evaluation: the batches continue the processed offset
-            for (name, where), got in ranges.items():
-                if where != tp:
-                    continue
-                result.consumed_checked += 1
-                owner = next((c for c in a.members if _member_name(c) == name), "")
-                old, new = a.members.get(owner), b.members.get(owner)
-                expect = old[3] if old is not None else -1
-                ok = old is not None and new is not None and old[1] and new[1]
-                for first, end in got:
-                    ok = ok and first == expect and end > first
-                    expect = end
-                if not ok or new is None or new[3] != expect:
-                    result.divergences.append(f"seed {seed}: {sy.describe(before, action)}: {name} consumed {tp} "
-                                              f"{got} from {_show(old)} to {_show(new)}")
-            # committed-not-ahead and commit-owned-only, by direct evaluation: a commit sent is of an owned
-            # partition with a position, and carries the position (auto-commit) or the processed offset
-            for conn, offset in sent.get(tp, ()):
-                result.commits_checked += 1
-                old, new = a.members.get(conn), b.members.get(conn)
-                field_ = 2 if scenario.config.auto_commit else 3
-                allowed = {loc[field_] for loc in (old, new) if loc is not None and loc[1]}
-                if old is None or not old[0] or not old[1] or offset not in allowed:
-                    result.divergences.append(f"seed {seed}: {sy.describe(before, action)}: {conn} commits {tp} at "
-                                              f"{offset} from {_show(old)} to {_show(new)}")
-            verdict = "unsat"
-            for d in sorted({min(1, depth), min(2, depth), depth}):
-                verdict = chains.explained(a, b, d)
-                if verdict != "unsat":
-                    break
-            if verdict == "sat":
-                result.explained += 1
-                result.deepest = max(result.deepest, d)
-            elif verdict == "unknown":
-                result.unknown += 1
-            else:
-                result.divergences.append(f"seed {seed}: {sy.describe(before, action)}: {tp}: no sequence of at "
-                                          f"most {depth} symbolic steps leads from {_show_all(a)} to {_show_all(b)}")
+        check_transition(before, action, after, events, partitions, chains, scenario.config.auto_commit, result,
+                         f"seed {seed}", depth)
 
     simulate(scenario, seed=seed, mutants=mutants, observer=observe)
 

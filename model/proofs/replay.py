@@ -187,7 +187,10 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
         k = m.conn if m else ""
         closing = ("close-commit", "coordinator-offset-commit", "receive-commit-answer",
                    "heartbeat-illegal-generation", "heartbeat-unknown-member", *coordinator_followups)
-        longer: list[Shape] = [[(("close-commit",), k), *[(closing, None)] * n, (("close",), k)] for n in range(2, 6)]
+        # a commit the consumer queued before close() (onJoinPrepare's) is answered first: close waits for
+        # pending commits (ConsumerCoordinator.close) -- so the chain may start with that commit's delivery
+        first = ("close-commit", "coordinator-offset-commit", "receive-commit-answer")
+        longer: list[Shape] = [[(first, k), *[(closing, None)] * n, (("close",), k)] for n in range(2, 6)]
         committed = m is not None and m.config.auto_commit and m.owned and m.state is mb.MemberState.STABLE
         alone: list[Shape] = [[(("close",), k)]]
         return longer + alone if committed else alone + longer
@@ -244,10 +247,10 @@ def check_step(before: sy.SystemState, action: sy.Action, after: sy.SystemState,
         if any(fixed is not None and fixed not in ks for _, fixed in shape):
             continue
         chain = _chain(tuple(ks), tuple(ps), tuple(insts), top, len(shape))
-        u, states = chain.universe, chain.states
+        u = chain.named(ks, ps, insts)
         solver = z3.Solver()
         solver.set("timeout", timeout_ms)
-        solver.add(*pin(states[0], u, va), *pin(states[-1], u, vb))
+        solver.add(*chain.pin(0, va, u), *chain.pin(len(shape), vb, u))
         picks = []
         for i, (allowed, fixed) in enumerate(shape):
             options, choice, k = chain.step(i, allowed, mutants)
@@ -278,26 +281,66 @@ class _Chain:
     states: list[pm.State]
     steps: dict[tuple[int, tuple[str, ...], frozenset[str]], tuple[Any, Any, Any]] = field(default_factory=dict)
 
+    relations: dict[tuple[int, str, frozenset[str]], Any] = field(default_factory=dict)
+    pins: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict)
+
+    def named(self, ks: Sequence[str], ps: Sequence[str], insts: Sequence[str]) -> Universe:
+        """The chain's universe with these names for its elements (a chain serves every universe of its
+        sizes: the elements are anonymous, only the names differ)."""
+        s = self.universe.sorts
+        assert s.ks is not None and s.ps is not None and s.is_ is not None
+        return Universe(s, dict(zip(ks, s.ks, strict=True)), dict(zip(ps, s.ps, strict=True)),
+                        dict(zip(insts, s.is_, strict=True)))
+
+    def pin(self, i: int, val: Valuation, u: Universe) -> list[Any]:
+        """:func:`pin` of state i in the named universe ``u``, each field's equation built once per chain
+        (keyed by element positions, not names)."""
+        where: dict[Any, tuple[str, int]] = {}
+        for tag, names in (("K", val.ks), ("P", val.ps), ("I", val.insts)):
+            for j, n in enumerate(names):
+                where[n] = (tag, j)
+        out: list[Any] = []
+        for name, table in val.fields.items():
+            for args, value in table.items():
+                key = (i, name, tuple(where.get(a, a) if isinstance(a, str) else a for a in args),
+                       where.get(value, value) if isinstance(value, str) else value)
+                terms = self.pins.get(key)
+                if terms is None:
+                    terms = pin(self.states[i], u, Valuation(val.ks, val.ps, val.insts, {name: {args: value}}))
+                    self.pins[key] = terms
+                out += terms
+        return out
+    ks: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+
     def step(self, i: int, allowed: tuple[str, ...], mutants: frozenset[str]) -> tuple[Any, Any, Any]:
-        """The disjunction of the ``allowed`` micro-steps from state i to i+1, its choice variable and k."""
+        """The disjunction of the ``allowed`` micro-steps from state i to i+1, its choice variable and k.
+        Each micro-step's relation from state i is built once (over one k and c per position) and shared
+        by every disjunction it appears in."""
         key = (i, allowed, mutants)
         if key not in self.steps:
-            n = next(_COUNTER)
-            k = z3.Const(f"k{i}_{n}", self.universe.sorts.K)
-            c = z3.Const(f"c{i}_{n}", self.universe.sorts.K)
-            choice = z3.Int(f"a{i}_{n}")
-            options = z3.Or([z3.And(choice == j, pm.action_by_name(a).relation(self.states[i], self.states[i + 1],
-                                                                                k, c, None, mutants))
-                             for j, a in enumerate(allowed)])
+            if i not in self.ks:
+                self.ks[i] = (z3.Const(f"k{i}_{next(_COUNTER)}", self.universe.sorts.K),
+                              z3.Const(f"c{i}_{next(_COUNTER)}", self.universe.sorts.K))
+            k, c = self.ks[i]
+            choice = z3.Int(f"a{i}_{next(_COUNTER)}")
+            options = z3.Or([z3.And(choice == j, self._relation(i, a, k, c, mutants)) for j, a in enumerate(allowed)])
             self.steps[key] = (options, choice, k)
         return self.steps[key]
+
+    def _relation(self, i: int, name: str, k: Any, c: Any, mutants: frozenset[str]) -> Any:
+        key = (i, name, mutants)
+        if key not in self.relations:
+            self.relations[key] = pm.action_by_name(name).relation(self.states[i], self.states[i + 1], k, c, None,
+                                                                   mutants)
+        return self.relations[key]
 
 
 _CHAINS: dict[tuple[Any, ...], _Chain] = {}
 
 
 def _chain(ks: tuple[str, ...], ps: tuple[str, ...], insts: tuple[str, ...], top: int, length: int) -> _Chain:
-    key = (ks, ps, insts, top, length)
+    """A chain for universes of these sizes (name it with :meth:`_Chain.named`)."""
+    key = (len(ks), len(ps), len(insts), top, length)
     if key not in _CHAINS:
         if len(_CHAINS) > 64:  # a long run meets many sizes; keep the memory bounded
             _CHAINS.clear()

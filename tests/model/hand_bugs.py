@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from model import consumption as cs
 from model.classic import coordinator as _co_pkg
 from model.classic import member as mb
 from model.classic.coordinator import rebalance, requests, timers
@@ -109,6 +110,29 @@ def _heartbeat_rebalance_ignored(mp: Any) -> None:
     mp.setattr(mb, "_on_heartbeat_response", on_heartbeat_response)
 
 
+def _failed_join_not_retried(mp: Any) -> None:
+    """poll() never handles a failed JoinGroup / SyncGroup (a slip in ``poll_has_work``: only a succeeded
+    join is work), so a consumer whose join was refused is stuck until something else wakes it."""
+    original = mb.poll_has_work
+
+    def poll_has_work(m: Any, metadata: Any, log: Any = ()) -> bool:
+        if m.join is mb.JoinFuture.FAILED:
+            return False
+        return original(m, metadata, log)
+    mp.setattr(mb, "poll_has_work", poll_has_work)
+
+
+def _committed_offset_ignored(mp: Any) -> None:
+    """The OffsetFetch answer is ignored: a new owner always starts where ``auto.offset.reset`` says (the
+    slip the registered mutant ``position-ignores-committed`` names, put in by hand: the encoding does not
+    know about it)."""
+    original = cs.on_offsets_fetched
+
+    def on_offsets_fetched(c: Any, committed: Any, owned: Any, log: Any, config: Any, mutants: Any) -> Any:
+        return original(c, committed, owned, log, config, frozenset(mutants) | {cs.POSITION_IGNORES_COMMITTED})
+    mp.setattr(cs, "on_offsets_fetched", on_offsets_fetched)
+
+
 BUGS: dict[str, Callable[[Any], None]] = {
     "sync-before-store": _sync_before_store,
     "eager-keeps-partitions": _eager_keeps_partitions,
@@ -118,6 +142,8 @@ BUGS: dict[str, Callable[[Any], None]] = {
     "cooperative-keeps-revoked": _cooperative_keeps_revoked,
     "leave-ignored": _leave_ignored,
     "heartbeat-rebalance-ignored": _heartbeat_rebalance_ignored,
+    "failed-join-not-retried": _failed_join_not_retried,
+    "committed-offset-ignored": _committed_offset_ignored,
 }
 
 

@@ -6,6 +6,8 @@ functions, applied as monkeypatches, so nothing in the encoding knows about them
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from model import system as sy
@@ -24,14 +26,59 @@ def test_the_correct_model_breaks_nothing_in_every_reachable_state() -> None:
     assert r.states > 1000 and r.transitions > r.states  # both consumers start, rebalance, crash or leave
 
 
-@pytest.mark.parametrize(("bug", "invariant"), [("sync-before-store", "single-owner"),
-                                                ("eager-keeps-partitions", "eager-revoke-all")])
-def test_a_hand_put_bug_fails_model_explore_invariants(bug: str, invariant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _explored(ob_id: str, *, stall: bool, members: int, group: str, tie: bool, converse: bool = False
+              ) -> list[ex.Finding]:
+    """One case of an obligation's exploration at its *default* bounds (``ex.cases``), as the default
+    ``groupspec prove`` runs it: the findings (at most one)."""
+    picked = [(g, b) for _, g, b in ex.cases(reg.get(ob_id).bounds)
+              if b.settled_roots == stall and b.members == members and g[0] == group]
+    assert len(picked) == 1
+    g, b = picked[0]
+    return ex.explore(g, b, tie=tie, converse=converse, stop_after=1).findings
+
+
+def _failed(ob_id: str) -> str:
+    out = reg.get(ob_id).run(RunConfig())
+    assert out.status.value == "failed", ob_id
+    return " ".join(q.note for q in out.queries if not q.ok)
+
+
+#: Which part of the default ``groupspec prove`` fails on each hand-put bug, and what it says. Every bug
+#: of tests/model/hand_bugs.py is here (test_every_hand_bug_is_listed).
+CAUGHT_BY: dict[str, tuple[str, Callable[[], str]]] = {
+    "sync-before-store": ("invariant: single-owner", lambda: _failed("model-explore-invariants")),
+    "eager-keeps-partitions": ("invariant: eager-revoke-all", lambda: _failed("model-explore-invariants")),
+    "generation-not-bumped": ("single-owner", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", stall=True, members=2, group="range",
+                                                 tie=False))),
+    "heartbeat-illegal-generation-kept": ("HeartbeatResponse", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", stall=True, members=2, group="range",
+                                                 tie=True))),
+    "leave-ignored": ("tie:", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", stall=False, members=2, group="range",
+                                                 tie=True))),
+    "failed-join-not-retried": ("converse: the encoding allows poll-failed-join", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", stall=False, members=1, group="range",
+                                                 tie=True, converse=True))),
+    "committed-offset-ignored": ("receives OffsetFetchResponse", lambda: _failed("model-explore-delivery")),
+    "expired-member-kept": ("", lambda: _failed("converges-after-change")),
+    "cooperative-keeps-revoked": ("", lambda: _failed("converges-after-change")),
+    "heartbeat-rebalance-ignored": ("", lambda: _failed("converges-after-change")),
+}
+
+
+def test_every_hand_bug_is_listed() -> None:
+    assert set(CAUGHT_BY) == set(hand_bugs.BUGS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", sorted(CAUGHT_BY))
+def test_every_hand_put_bug_fails_the_default_prove(bug: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each bug makes an obligation of the default ``groupspec prove`` fail, at its default bounds."""
+    expected, run = CAUGHT_BY[bug]
     hand_bugs.apply(bug, monkeypatch)
-    out = reg.get("model-explore-invariants").run(RunConfig())  # its default bounds
-    assert out.status.value == "failed"
-    notes = " ".join(q.note for q in out.queries if not q.ok)
-    assert f"invariant: {invariant}" in notes
+    found = run()
+    assert found and expected in found, found[:600]
 
 
 def _rejected_heartbeat() -> tuple[sy.SystemState, sy.Action, Tracker]:
