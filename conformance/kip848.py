@@ -39,7 +39,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, owned_after, wait_until
+from conformance.drivers.process import (
+    ConsumerProcess,
+    DriverConfig,
+    Fleet,
+    owned_after,
+    shared_once,
+    wait_until,
+)
 from model.types import TopicPartition
 
 CLIENT = "confluent-kafka"
@@ -144,16 +151,8 @@ class MockRun:
     def wait_stable(self, *members: str, what: str = "") -> dict[str, set[TopicPartition]]:
         full = {TopicPartition(TOPIC, p) for p in range(PARTITIONS)}
 
-        def check() -> dict[str, set[TopicPartition]] | None:
-            owned = {m: owned_after(self.members[m].events()) for m in members}
-            union: set[TopicPartition] = set()
-            for tps in owned.values():
-                if union & tps:
-                    return None
-                union |= tps
-            return owned if union == full else None
-
-        return wait_until(check, WAIT_S, f"{', '.join(members)} to share {TOPIC} ({what})")
+        return wait_until(lambda: shared_once({m: owned_after(self.members[m].events()) for m in members}, full),
+                          WAIT_S, f"{', '.join(members)} to share {TOPIC} ({what})")
 
     def wait_consumed(self) -> None:
         def ends() -> dict[int, int]:

@@ -71,15 +71,22 @@ NO_LOST_CALLBACK = {"aiokafka": "aiokafka has no on_partitions_lost: a lost assi
 SILENT_CAUSES = ("add_partitions", "move_coordinator", "fail_coordinator")
 
 
+def _steps_between(timeline: Sequence[Mapping[str, Any]], name: str, lo: int, hi: int, *,
+                   anyone: Sequence[str], own: Sequence[str]) -> list[str]:
+    """The steps in [lo, hi] (by timestamp) that are in ``anyone``, or in ``own`` and of member ``name``
+    itself; a freeze counts only past the session (one within it changes nothing the wire cannot show)."""
+    base = name.split("#", 1)[0]
+    return sorted({str(s["step"]) for s in timeline if lo <= int(s["timestamp"]) <= hi and (
+        s["step"] in anyone or (s.get("member") == base and s["step"] in own
+                                and (s["step"] != "freeze" or bool(s.get("past_session")))))})
+
+
 def _silences(timeline: Sequence[Mapping[str, Any]], name: str, lo: int, hi: int) -> list[str]:
     """The steps in [lo, hi] after which the client's own timers, not an answer on the wire, decide what it
     loses and which identity it rejoins with: a coordinator that moved or failed, or a freeze of the member
     itself past its session (at the thaw its session timer may have run out before any answer reaches it:
     AbstractCoordinator's heartbeat thread marks the coordinator unknown and the member's state is reset)."""
-    base = name.split("#", 1)[0]
-    return sorted({str(s["step"]) for s in timeline if lo <= int(s["timestamp"]) <= hi
-                   and (s["step"] in ("move_coordinator", "fail_coordinator")
-                        or (s["step"] == "freeze" and s.get("member") == base and s.get("past_session")))})
+    return _steps_between(timeline, name, lo, hi, anyone=("move_coordinator", "fail_coordinator"), own=("freeze",))
 
 # The runner starts a step only when no JoinGroup / SyncGroup was seen for 0.9 s (real_run.py): a
 # rejoin the model asks for and the real member has not sent a second after it was due, before the
@@ -223,9 +230,8 @@ def _at_join(r: _MemberReplay, req: Mapping[str, Any], t: int, last_sync: int, t
     if r.m.join is not mm.JoinFuture.JOIN:
         r.poll(t)  # a retriable failure rejoins at the next poll
     if r.m.join is not mm.JoinFuture.JOIN:
-        causes = sorted({str(s["step"]) for s in timeline if last_sync <= int(s["timestamp"]) <= t and (
-            s["step"] in SILENT_CAUSES or (s.get("member") == base and (
-                s["step"] == "stall" or (s["step"] == "freeze" and s.get("past_session")))))})
+        # a wider set than _silences: a metadata change or the member's own stall also makes it rejoin
+        causes = _steps_between(timeline, name, last_sync, t, anyone=SILENT_CAUSES, own=("stall", "freeze"))
         if causes:
             r.out.unchecked.append(f"{name}: a JoinGroup at {t} after {', '.join(causes)}, whose effect on a "
                                    "rejoin the wire cannot show; the replay takes it as given")

@@ -113,6 +113,20 @@ def owned_after(events: Sequence[dict[str, Any]]) -> set[TopicPartition]:
     return owned
 
 
+def shared_once(owned: dict[str, set[TopicPartition]],
+                full: set[TopicPartition]) -> dict[str, set[TopicPartition]] | None:
+    """``owned`` (member -> partitions) when the members own every partition of ``full`` exactly once, else None.
+
+    The settle test of a run on any coordinator: no partition held by two members (a rebalance still in
+    flight, or a zombie not yet fenced) and none left unowned."""
+    union: set[TopicPartition] = set()
+    for tps in owned.values():
+        if union & tps:
+            return None
+        union |= tps
+    return owned if union == full else None
+
+
 @dataclass
 class DriverConfig:
     """One consumer: which client, which group, and where its trace and log go."""

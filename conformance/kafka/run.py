@@ -34,7 +34,14 @@ from typing import Any
 
 from conformance.drivers.java_consumer import resume as resume_driver
 from conformance.drivers.java_consumer import stall as stall_driver
-from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, owned_after, wait_until
+from conformance.drivers.process import (
+    ConsumerProcess,
+    DriverConfig,
+    Fleet,
+    owned_after,
+    shared_once,
+    wait_until,
+)
 from conformance.kafka.broker import KafkaBroker
 from conformance.kafka.jars import DEFAULT_VERSION
 from model.types import TopicPartition
@@ -216,16 +223,7 @@ class BrokerRun:
         names = list(members)
         full = {TopicPartition(self.topic, p) for p in range(self.partitions)}
 
-        def check() -> dict[str, set[TopicPartition]] | None:
-            owned = {m: self.owned(m) for m in names}
-            union: set[TopicPartition] = set()
-            for tps in owned.values():
-                if union & tps:
-                    return None
-                union |= tps
-            return owned if union == full else None
-
-        owned = wait_until(check, self.wait_timeout_s, f"{', '.join(names)} to share {self.topic} ({what})",
+        owned = wait_until(lambda: shared_once({m: self.owned(m) for m in names}, full), self.wait_timeout_s, f"{', '.join(names)} to share {self.topic} ({what})",
                            describe=lambda: self._describe(names))
         self.note("stable", members=names, owned={m: sorted(tp.partition for tp in tps) for m, tps in owned.items()})
         return owned

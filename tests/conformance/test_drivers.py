@@ -12,7 +12,7 @@ import pytest
 
 from conformance.drivers.common import EventWriter, parse_args, summarize
 from conformance.drivers.confluent_kafka import generation_of
-from conformance.drivers.process import DriverConfig, owned_after, read_events
+from conformance.drivers.process import DriverConfig, owned_after, read_events, shared_once
 from conformance.drivers.scenario import GroupRun, RunConfig
 from model.types import TopicPartition
 
@@ -29,6 +29,15 @@ def test_owned_after_folds_eager_and_cooperative_traces() -> None:
     assert owned_after(cooperative) == {TP("t", 0), TP("t", 1)}
     assert owned_after([*cooperative, ev("partitions_lost", 0)]) == {TP("t", 1)}
     assert owned_after([*cooperative, {"name": "shutdown_complete"}]) == set()
+
+
+def test_a_group_is_settled_when_every_partition_is_owned_exactly_once() -> None:
+    full = {TP("t", 0), TP("t", 1), TP("t", 2)}
+    split = {"a": {TP("t", 0), TP("t", 1)}, "b": {TP("t", 2)}}
+    assert shared_once(split, full) == split
+    assert shared_once({"a": {TP("t", 0), TP("t", 1)}, "b": {TP("t", 1), TP("t", 2)}}, full) is None  # twice
+    assert shared_once({"a": {TP("t", 0)}, "b": {TP("t", 2)}}, full) is None  # t-1 unowned
+    assert shared_once({"a": full, "b": set()}, full) == {"a": full, "b": set()}
 
 
 def test_read_events_skips_a_torn_last_line(tmp_path: Path) -> None:
