@@ -14,7 +14,9 @@ with the invariant monitor, exactly as ``groupspec simulate`` runs it) and throu
 
 :func:`campaign` draws scenarios (:func:`conformance.strategies.draw`, seeded) for every strategy and
 client set asked for and runs them, ``workers`` groups side by side (each with its own mock cluster
-and proxy). The run directory of each is ``OUT/runs/NNN-strategy-clients``; ``scenario.json`` in it is
+and proxy). The strategy ``consumer-protocol`` runs the same scenarios under KIP-848's consumer
+protocol (``protocol="consumer"``: :mod:`conformance.kip848` says what is judged there, and what needs
+a KIP-848 model is unsupported, said once). The run directory of each is ``OUT/runs/NNN-strategy-clients``; ``scenario.json`` in it is
 a file ``groupspec simulate`` accepts, and ``run.json`` the record below.
 """
 
@@ -117,18 +119,20 @@ def model_run(doc: Mapping[str, Any], out_dir: Path) -> tuple[dict[str, str], tu
     return failed, tuple(monitor.checked), [f"steps[{i}]: {why}" for i, why in result.skipped]
 
 
-def replay_command(scenario_path: Path, clients: Sequence[str], cluster: str) -> str:
+def replay_command(scenario_path: Path, clients: Sequence[str], cluster: str, protocol: str = "classic") -> str:
     return (f"groupspec conform --scenario {shlex.quote(str(scenario_path))} --clients {','.join(clients)}"
-            + (f" --cluster {cluster}" if cluster != "mock" else ""))
+            + (f" --cluster {cluster}" if cluster != "mock" else "")
+            + (f" --strategies {strategies.CONSUMER_PROTOCOL}" if protocol == "consumer" else ""))
 
 
 def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, *, index: int = 0,
                  cluster: str = "mock", versions: Mapping[str, str] | None = None, pool: WarmPool | None = None,
-                 cancel: threading.Event | None = None) -> RunRecord:
+                 cancel: threading.Event | None = None, protocol: str = "classic") -> RunRecord:
     """Run one scenario with real clients and the model, compare, and write the run's directory.
 
     ``pool``: driver processes started ahead of time; ``cancel``: set when the campaign is interrupted
-    (the real run then raises :class:`conformance.real_run.Cancelled` after killing its processes)."""
+    (the real run then raises :class:`conformance.real_run.Cancelled` after killing its processes);
+    ``protocol="consumer"``: KIP-848's consumer protocol, judged by the checker alone (:func:`consumer_run`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     scenario_path = out_dir / "scenario.json"
     scenario_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -136,13 +140,18 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     used = sorted(set(members.values()))
     versions = versions or client_versions(clients)
     strategy = ",".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", ["range"])}))
+    if protocol == "consumer":
+        strategy = strategies.CONSUMER_PROTOCOL
     record = RunRecord(index, str(scenario_path), strategy, strategies.kind(dict(doc)), list(clients), members,
                        ", ".join(f"{c} {versions.get(c, '?')}" for c in used), "pass",
-                       replay_command(scenario_path, clients, cluster), out_dir=str(out_dir))
-    reasons = unsupported(doc, members, cluster)
+                       replay_command(scenario_path, clients, cluster, protocol), out_dir=str(out_dir))
+    reasons = unsupported(doc, members, cluster, protocol)
     if reasons:
         record.verdict, record.reasons = "unsupported", reasons
         return _written(record, out_dir)
+    if protocol == "consumer":
+        return consumer_run(record, doc, members, out_dir, cluster=cluster, versions=versions, pool=pool,
+                            cancel=cancel)
     # The model's run goes on in a thread while the real clients run (they mostly wait on timers).
     model_out: list[Any] = []
 
@@ -199,6 +208,41 @@ def run_scenario(doc: Mapping[str, Any], clients: Sequence[str], out_dir: Path, 
     return _written(record, out_dir)
 
 
+def consumer_run(record: RunRecord, doc: Mapping[str, Any], members: Mapping[str, str], out_dir: Path, *,
+                 cluster: str, versions: Mapping[str, str], pool: WarmPool | None,
+                 cancel: threading.Event | None) -> RunRecord:
+    """A run under KIP-848's consumer protocol: the real clients only (the model has no consumer
+    protocol), judged by the trace checker's invariants on the real traces and the coordinator's log
+    (:func:`conformance.kip848.judge`); a violation is a divergence, what needs a KIP-848 model is
+    unsupported (:data:`conformance.kip848.UNSUPPORTED`, said once in the report)."""
+    from conformance import kip848
+
+    try:
+        with RealRun(doc, members, out_dir, cluster=cluster, pool=pool, cancel=cancel, protocol="consumer") as run:
+            result = run.run()
+    except Exception as exc:
+        record.verdict, record.error = "error", f"{type(exc).__name__}: {exc}"
+        return _written(record, out_dir)
+    record.seconds = result.seconds
+    record.phases.update(result.phases)
+    if result.error is not None:
+        record.verdict, record.error = "error", result.error
+        return _written(record, out_dir)
+    t0 = time.monotonic()
+    logs = [result.coordinator_log] if result.coordinator_log is not None and result.coordinator_log.exists() else []
+    try:
+        comparison = kip848.judge(cmp.check_real_traces([*result.traces, *logs]))
+    except Exception as exc:
+        record.verdict, record.error = "error", f"the trace checker could not read the real traces: {exc}"
+        return _written(record, out_dir)
+    for d in comparison.differences:
+        d.clients = sorted(set(members.values()))
+    record.verdict = findings.classify(comparison.differences, versions)
+    record.comparison = comparison.to_json() | {"unsupported": [u["comparison"] for u in kip848.UNSUPPORTED]}
+    record.phases["compare"] = round(time.monotonic() - t0, 3)
+    return _written(record, out_dir)
+
+
 def _written(record: RunRecord, out_dir: Path) -> RunRecord:
     (out_dir / "run.json").write_text(json.dumps(record.to_json(), indent=1) + "\n", encoding="utf-8")
     return record
@@ -206,21 +250,28 @@ def _written(record: RunRecord, out_dir: Path) -> RunRecord:
 
 @dataclass
 class Plan:
-    """What a campaign runs: (index, scenario document, clients) triples."""
+    """What a campaign runs: (index, scenario document, clients) triples; ``protocols``: the runs
+    (by index) under another group protocol than the classic one (``"consumer"``: KIP-848)."""
 
     runs: list[tuple[int, dict[str, Any], list[str]]]
+    protocols: dict[int, str] = field(default_factory=dict)
 
 
 def plan(seed: int, examples: int, strategies_: Sequence[str], client_sets: Sequence[Sequence[str]],
          events: tuple[str, ...] = strategies.EVENTS) -> Plan:
-    """``examples`` scenarios per (strategy, client set), drawn with ``seed`` from ``events``."""
+    """``examples`` scenarios per (strategy, client set), drawn with ``seed`` from ``events``; the
+    strategy ``consumer-protocol`` draws them as :func:`conformance.strategies.draw` does for it and runs
+    them under KIP-848's consumer protocol."""
     runs: list[tuple[int, dict[str, Any], list[str]]] = []
+    protocols: dict[int, str] = {}
     for strategy in strategies_:
         docs = strategies.draw(seed, examples, strategy, events)
         for clients in client_sets:
             for doc in docs:
+                if strategy == strategies.CONSUMER_PROTOCOL:
+                    protocols[len(runs)] = "consumer"
                 runs.append((len(runs), doc, list(clients)))
-    return Plan(runs)
+    return Plan(runs, protocols)
 
 
 class CampaignInterrupted(Exception):
@@ -258,11 +309,14 @@ def campaign(p: Plan, out: Path, *, workers: int | None = None, cluster: str = "
         index, doc, clients = item
         if cancel.is_set():
             return None
+        protocol = p.protocols.get(index, "classic")
         strategy = "-".join(sorted({a for s in doc["steps"] if s["do"] == "join" for a in s.get("assignors", [])}))
+        if protocol == "consumer":
+            strategy = strategies.CONSUMER_PROTOCOL
         name = f"{index:03d}-{strategy}-{'+'.join(clients)}"
         try:
             record = run_scenario(doc, clients, out / "runs" / name, index=index, cluster=cluster, versions=versions,
-                                  pool=pool, cancel=cancel)
+                                  pool=pool, cancel=cancel, protocol=protocol)
         except Cancelled:
             return None
         with lock:
@@ -307,10 +361,14 @@ def document(records: Sequence[RunRecord], findings: Sequence[Mapping[str, Any]]
         for why in r.reasons:
             generic = why.split(": ", 1)[1] if why.startswith("steps[") else why
             reasons.setdefault(generic, []).append(r.index)
-    # Said once in every report: what no run here exercises, and why.
-    reasons.setdefault("librdkafka's group.protocol=consumer (KIP-848): not in the campaign; the mock and the broker "
-                       "serve it, and python -m conformance.kip848 runs it judged by the trace checker alone (its "
-                       "per-generation and per-member comparisons: unsupported, no KIP-848 model)", [])
+    # Said once in every report: what the consumer protocol's runs (KIP-848) are not compared on, and why.
+    from conformance.kip848 import UNSUPPORTED
+
+    judged = [r.index for r in records if r.strategy == strategies.CONSUMER_PROTOCOL and r.verdict != "unsupported"]
+    for u in UNSUPPORTED:
+        reasons.setdefault(f"{strategies.CONSUMER_PROTOCOL} (KIP-848), {u['comparison']}: {u['why']}"
+                           + ("" if judged else f" (no run of this campaign: --strategies {strategies.CONSUMER_PROTOCOL} "
+                                                "runs the consumer protocol)"), judged)
     counts = {v: sum(1 for r in records if r.verdict == v) for v in VERDICTS}
     return {"tool": "groupspec conform", "cluster": cluster, "seed": seed, "versions": dict(versions),
             "counts": counts, "runs": [r.to_json() for r in records], "matrix": matrix,

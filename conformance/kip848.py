@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.drivers.process import (
     ConsumerProcess,
@@ -48,6 +48,9 @@ from conformance.drivers.process import (
     wait_until,
 )
 from model.types import TopicPartition
+
+if TYPE_CHECKING:
+    from conformance.compare import Comparison
 
 CLIENT = "confluent-kafka"
 GROUP = "kip848"
@@ -198,6 +201,28 @@ def verdicts(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[invariant] = {"verdict": "held", **({"partly unchecked": reasons} if reasons else {})}
         else:
             out[invariant] = {"verdict": "unchecked", "why": ["the checker did not judge it on this run"]}
+    return out
+
+
+def judge(report: dict[str, Any]) -> Comparison:
+    """A consumer-protocol run of ``groupspec conform`` judged by the checker's report on its real traces:
+    a violation of one of :data:`CHECKED` is a difference (comparison ``whole-run``, kind
+    ``checker-violation``, detail the invariant); what the checker left unchecked is said with its reason;
+    what held is a note. There is no model run to set beside it (:data:`UNSUPPORTED`)."""
+    from conformance.compare import Comparison, Difference
+
+    out = Comparison()
+    for invariant, body in verdicts(report).items():
+        if body["verdict"] == "violation":
+            out.differences.append(Difference(
+                "whole-run", invariant, f"the real run violates {invariant} (the trace checker's invariant, which "
+                f"holds under either protocol): {body['findings'][0]}", {"real": body["findings"]},
+                kind="checker-violation", detail=invariant))
+        elif body["verdict"] == "unchecked":
+            out.unchecked.append(f"whole-run {invariant}: {'; '.join(body['why'])}")
+        else:
+            partly = body.get("partly unchecked")
+            out.notes.append(f"checker: {invariant} held" + (f" (partly unchecked: {'; '.join(partly)})" if partly else ""))
     return out
 
 

@@ -268,6 +268,10 @@ class SyncGroupProxy:
         if sent is None:
             return
         api_key, version = sent
+        if api_key in wire.HEAD_ONLY_APIS:
+            self._record(wire.WireMessage(time.time_ns() // 1_000_000, conn, "response", wire.HEAD_ONLY_APIS[api_key],
+                                          version, correlation, None, {}))
+            return
         try:
             fields = wire.decode_response(frame, api_key, version)
         except wire.WireError as exc:
@@ -308,6 +312,11 @@ class SyncGroupProxy:
             head = wire.request_head(frame)
         except wire.WireError as exc:
             self._note(f"unreadable request, forwarded as is: {exc}")
+            return None
+        if head.api_key in wire.HEAD_ONLY_APIS:
+            pending.sent(head)
+            self._record(wire.WireMessage(time.time_ns() // 1_000_000, conn, "request", wire.HEAD_ONLY_APIS[head.api_key],
+                                          head.api_version, head.correlation_id, head.client_id, {}))
             return None
         if head.api_key not in wire.GROUP_APIS:
             return None

@@ -33,6 +33,16 @@ the scenario, with margins the mock needs (:meth:`RealRun.scaled`).
 | move_coordinator | the mock's coordinator for the group moves to the next broker |
 | fail_coordinator | the coordinator's broker goes down for ``for_ms`` (scaled), then up |
 
+**Protocols.** ``protocol="classic"`` (JoinGroup / SyncGroup, the default) or ``"consumer"``: KIP-848's
+consumer protocol (``group.protocol=consumer``: ConsumerGroupHeartbeat, the assignment computed by the
+coordinator, member epochs), which librdkafka and the Java consumer speak and both coordinators serve
+(conformance/kip848.py says what is judged there). The scenario is the same file; its assignor is the
+coordinator's (``group.remote.assignor``), the session and heartbeat are the coordinator's (set on the mock
+with ``rd_kafka_mock_set_group_consumer_session_timeout_ms``, on Kafka with
+``group.consumer.session.timeout.ms``), and the run settles on the members' traces, not the wire (the
+group's requests are heartbeats all the time): every partition of the live members' topics owned
+exactly once, unchanged for :data:`QUIET_MS`.
+
 Steps a (client, coordinator) pair cannot do are listed by :func:`unsupported` before the run, with
 why; a scenario with any is not run and its verdict is ``unsupported``.
 
@@ -53,9 +63,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.process import ConsumerProcess, DriverConfig, Fleet, WarmPool, read_events
+from conformance.drivers.process import (
+    ConsumerProcess,
+    DriverConfig,
+    Fleet,
+    WarmPool,
+    owned_after,
+    read_events,
+    shared_once,
+)
 from conformance.mock_cluster import MockCluster
 from conformance.proxy import SyncGroupProxy, proxied
+from model.types import TopicPartition
 
 TIME_SCALE = 4
 MIN_SESSION_MS = 2000
@@ -86,6 +105,14 @@ CLIENT_ASSIGNORS: dict[str, tuple[str, ...]] = {
     "java": ("range", "roundrobin", "sticky", "cooperative-sticky"),
 }
 CLUSTERS = ("mock", "kafka")
+PROTOCOLS = ("classic", "consumer")
+# The clients that speak KIP-848's consumer protocol (group.protocol=consumer): librdkafka 2.4+
+# (rdkafka_cgrp.c rd_kafka_cgrp_consumer_*) and kafka-clients' AsyncKafkaConsumer. kafka-python 3.0.12
+# and aiokafka 0.14.0 have only the classic protocol (no ConsumerGroupHeartbeat request in either).
+CONSUMER_PROTOCOL_CLIENTS = ("confluent-kafka", "java")
+# The consumer protocol's heartbeat interval (the coordinator's, sent in every heartbeat response):
+# Kafka's floor in this harness (conformance/kafka/broker.py group.consumer.min.heartbeat.interval.ms).
+CONSUMER_HEARTBEAT_MS = 500
 CLIENTS = tuple(CLIENT_ASSIGNORS)
 JAVA = "java"
 # Commit policies the drivers implement (docs/scenarios.md ``commit`` / ``enable_auto_commit``).
@@ -121,9 +148,16 @@ def commit_policy(doc: Mapping[str, Any]) -> str | None:
     return policy if policy in COMMIT_POLICIES else None
 
 
-def unsupported(doc: Mapping[str, Any], clients: Mapping[str, str], cluster: str = "mock") -> list[str]:
-    """Why this scenario cannot run with these clients on this coordinator (empty: it can)."""
+def unsupported(doc: Mapping[str, Any], clients: Mapping[str, str], cluster: str = "mock",
+                protocol: str = "classic") -> list[str]:
+    """Why this scenario cannot run with these clients on this coordinator and protocol (empty: it can)."""
     why: list[str] = []
+    if protocol == "consumer":
+        from conformance.clients import base_name
+
+        for client in sorted({c for c in clients.values() if base_name(c) not in CONSUMER_PROTOCOL_CLIENTS}):
+            why.append(f"{client} has no KIP-848 consumer protocol (group.protocol=consumer): it speaks only the "
+                       "classic JoinGroup / SyncGroup protocol")
     if commit_policy(doc) is None:
         why.append("the drivers implement auto-commit, commitSync after each poll, or no commit; not "
                    "commitAsync, commit_on_revoke or asynchronous processing")
@@ -134,6 +168,17 @@ def unsupported(doc: Mapping[str, Any], clients: Mapping[str, str], cluster: str
             client = clients[step["member"]]
             offered = offered_assignors(client)
             missing = [a for a in step.get("assignors", ["range", "cooperative-sticky"]) if a not in offered]
+            if protocol == "consumer":
+                # The coordinator assigns: the mock computes range only (rdkafka_mock_cgrp.c
+                # rd_kafka_mock_cgrp_consumer_target_assignment_calculate_range); Kafka offers uniform and
+                # range (group.consumer.assignors). One member asks for one (group.remote.assignor).
+                served = ("range",) if cluster == "mock" else ("uniform", "range")
+                asked = step.get("assignors", ["range"])
+                missing = [] if len(asked) == 1 and asked[0] in served else [",".join(asked)]
+                if missing:
+                    why.append(f"steps[{i}]: the consumer protocol's assignor is the coordinator's, one per member: "
+                               f"the {cluster} coordinator serves {', '.join(served)}")
+                    missing = []
             if missing:
                 why.append(f"steps[{i}]: {client} offers no {', '.join(missing)} assignor on the classic "
                            f"protocol (it offers {', '.join(offered)})")
@@ -168,6 +213,7 @@ class RealRunResult:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     topics: list[tuple[int, dict[str, int]]] = field(default_factory=list)  # (real ms, partition counts)
     failed_starts: list[str] = field(default_factory=list)
+    coordinator_log: Path | None = None  # the mock's log or the broker's server.log
     error: str | None = None
     seconds: float = 0.0
     # Where the wall time went (seconds): setup, start (a member's process until its first JoinGroup),
@@ -189,8 +235,12 @@ class RealRun:
 
     def __init__(self, doc: Mapping[str, Any], clients: Mapping[str, str], out_dir: Path,
                  settle_deadline_s: float = SETTLE_DEADLINE_S, cluster: str = "mock",
-                 pool: WarmPool | None = None, cancel: threading.Event | None = None) -> None:
+                 pool: WarmPool | None = None, cancel: threading.Event | None = None,
+                 protocol: str = "classic") -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")
         self.doc = doc
+        self.protocol = protocol
         self.cancel = cancel or threading.Event()
         self.cluster_kind = cluster
         self.broker: Any = None  # conformance.kafka.KafkaBroker with --cluster kafka
@@ -252,6 +302,9 @@ class RealRun:
                 brokers=max(self.brokers, 1), topics=self.topics, initial_rebalance_delay_ms=self.initial_delay_ms,
                 log_path=self.out_dir / "mock-coordinator.log"))
             self.cluster.set_coordinator(self.group, self.coordinator)
+            if self.protocol == "consumer":
+                self.cluster.set_consumer_group_timeouts(self.session_ms, CONSUMER_HEARTBEAT_MS)
+            self.result.coordinator_log = self.out_dir / "mock-coordinator.log"
             self.proxy, self.bootstrap = self._stack.enter_context(proxied(
                 self.cluster, log_path=self.out_dir / "proxy.log", wire_path=self.out_dir / "group-wire.jsonl"))
             self._stack.enter_context(self._fleet)
@@ -274,10 +327,13 @@ class RealRun:
         self.proxy.start()
         self._stack.callback(self.proxy.close)
         advertised = f"PLAINTEXT://127.0.0.1:{proxy_port},CONTROLLER://127.0.0.1:{controller_port}"
+        settings = {"advertised.listeners": advertised, "group.initial.rebalance.delay.ms": str(self.initial_delay_ms)}
+        if self.protocol == "consumer":  # the consumer protocol's session is the broker's (KIP-848)
+            settings.update({"group.consumer.session.timeout.ms": str(self.session_ms),
+                             "group.consumer.heartbeat.interval.ms": str(CONSUMER_HEARTBEAT_MS)})
         self.broker = self._stack.enter_context(KafkaBroker(
-            workdir=self.out_dir / "kafka", port=broker_port, controller_port=controller_port,
-            settings={"advertised.listeners": advertised,
-                      "group.initial.rebalance.delay.ms": str(self.initial_delay_ms)}))
+            workdir=self.out_dir / "kafka", port=broker_port, controller_port=controller_port, settings=settings))
+        self.result.coordinator_log = self.broker.server_log
         for topic, partitions in self.topics.items():
             self.broker.create_topic(topic, partitions)
         self.bootstrap = f"127.0.0.1:{proxy_port}"
@@ -374,15 +430,18 @@ class RealRun:
             self.member_topics[member] = tuple(step["topics"])
             self._start_member(member)
             return 0
+        # The mock checks sessions once a second. Under the consumer protocol the settle itself waits
+        # for the fence: the survivors cannot cover the dead member's partitions before it.
+        expiry = self.session_ms + 1200 if self.protocol == "classic" else 0
         if do == "crash":
             self.processes[member].kill()
-            return self.session_ms + 1200  # the mock checks sessions once a second
+            return expiry
         if do == "restart":
             proc = self.processes.get(member)
             if proc is not None:
                 proc.kill()
             self._start_member(member)
-            return self.session_ms + 1200
+            return expiry
         if do == "leave":
             self.processes[member].stop(STOP_DEADLINE_S)
             return 0
@@ -447,13 +506,19 @@ class RealRun:
         join = self.member_join[member]
         name = f"{member}#{n}"
         client = self.clients[member]
+        assignors = join.get("assignors", ["range"] if client == JAVA else ["range", "cooperative-sticky"])
+        options: dict[str, str] = {}
+        if self.protocol == "consumer":
+            # The Java driver makes --assignor its group.remote.assignor (ConsumerDriver.java).
+            options = {"group.protocol": "consumer"} | ({} if client == JAVA else
+                                                        {"group.remote.assignor": assignors[0]})
         proc = self._fleet.start(DriverConfig(
             client=client, member=name, group=self.group, topics=self.member_topics[member],
             bootstrap=self.bootstrap, events_path=self.out_dir / f"{name}.jsonl",
             log_path=self.out_dir / f"{name}.log",
-            assignor=",".join(join.get("assignors", ["range"] if client == JAVA else ["range", "cooperative-sticky"])),
+            assignor=",".join(assignors),
             session_timeout_ms=self.session_ms, heartbeat_interval_ms=self.heartbeat_ms, commit=self.commit,
-            instance_id=join.get("instance_id"), max_poll_interval_ms=self.max_poll_ms,
+            instance_id=join.get("instance_id"), max_poll_interval_ms=self.max_poll_ms, options=options,
             ))
         self.processes[member] = proc
 
@@ -478,14 +543,20 @@ class RealRun:
         deadline = time.monotonic() + self.settle_deadline_s
         while time.monotonic() < deadline:
             self._check_starts()
-            if any(m["api"] == "JoinGroup" and m["kind"] == "request" and m.get("client_id") == name
-                   for m in self.proxy.messages):
+            if self.protocol == "consumer":
+                # No JoinGroup: its first ConsumerGroupHeartbeat answered (the Java consumer calls its assign
+                # callback on an empty first assignment, librdkafka does not: the trace cannot tell).
+                if _heartbeat_answered(self.proxy.messages, name):
+                    return
+            elif any(m["api"] == "JoinGroup" and m["kind"] == "request" and m.get("client_id") == name
+                     for m in self.proxy.messages):
                 return
             if not self.processes[member].alive:
                 return
             self._sleep(0.05)
         self._note("join_timeout", member=name)
-        raise RuntimeError(f"client {name} ({self.clients[member]}) hung: its process runs but sent no JoinGroup "
+        first = "JoinGroup" if self.protocol == "classic" else "ConsumerGroupHeartbeat that was answered"
+        raise RuntimeError(f"client {name} ({self.clients[member]}) hung: its process runs but sent no {first} "
                            f"within {self.settle_deadline_s:.0f} s; see {self.processes[member].config.log_path}")
 
     def _settle(self, wait_ms: int, since: int, do: str = "") -> None:
@@ -497,6 +568,9 @@ class RealRun:
         (only a session expiry makes a rebalance there: nothing else happens between two steps)."""
         assert self.proxy is not None
         proxy = self.proxy
+        if self.protocol == "consumer":
+            self._settle_consumer(wait_ms)
+            return
         if wait_ms:
             with self._phase("wait"):
                 if do == "crash":
@@ -522,6 +596,35 @@ class RealRun:
                     return
                 self._sleep(0.05)
 
+    def _settle_consumer(self, wait_ms: int) -> None:
+        """The consumer protocol's settle: wait ``wait_ms``, then until the live members own every partition
+        of their topics exactly once (:func:`shared_once`, by their traces) and nothing changed for
+        :data:`QUIET_MS`. A dead member's partitions are the coordinator's to give only after it fenced
+        the member (session expiry, or the leave heartbeat), so this waits for the fence too."""
+        if wait_ms:
+            with self._phase("wait"):
+                self._sleep(wait_ms / 1000)
+        with self._phase("settle"):
+            deadline = time.monotonic() + self.settle_deadline_s
+            seen: dict[str, frozenset[TopicPartition]] | None = None
+            since = time.monotonic()
+            while True:
+                self._check_starts()
+                live = {m: p for m, p in self.processes.items() if p.alive}
+                owned = {m: frozenset(owned_after(p.events())) for m, p in live.items()}
+                if owned != seen:
+                    seen, since = owned, time.monotonic()
+                full = {TopicPartition(t, n) for m in live for t in self.member_topics[m] if t in self.topics
+                        for n in range(self.topics[t])}
+                if (shared_once({m: set(tps) for m, tps in owned.items()}, full) is not None
+                        and time.monotonic() - since >= QUIET_MS / 1000):
+                    return
+                if time.monotonic() >= deadline:
+                    self._note("settle_timeout", owned={m: sorted(f"{tp.topic}-{tp.partition}" for tp in tps)
+                                                        for m, tps in owned.items()})
+                    return
+                self._sleep(0.05)
+
     def _check_starts(self) -> None:
         for member, proc in self.processes.items():
             if not proc.alive and not proc.killed and proc.proc.returncode not in (0, -15, None):
@@ -531,6 +634,14 @@ class RealRun:
                     if msg not in self.result.failed_starts:
                         self.result.failed_starts.append(msg)
                         raise RuntimeError(f"client failed to start: {msg}; see {proc.config.log_path}")
+
+
+def _heartbeat_answered(messages: Sequence[Mapping[str, Any]], client_id: str) -> bool:
+    """Was a ConsumerGroupHeartbeat of ``client_id`` answered (a response on its connection and correlation id)?"""
+    sent = {(m["conn"], m["correlation_id"]) for m in messages
+            if m["api"] == "ConsumerGroupHeartbeat" and m["kind"] == "request" and m.get("client_id") == client_id}
+    return any(m["api"] == "ConsumerGroupHeartbeat" and m["kind"] == "response"
+               and (m["conn"], m["correlation_id"]) in sent for m in messages)
 
 
 def _unanswered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -31,6 +31,10 @@ SPACING_MS = 30000
 CONFIG = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
           "initial_rebalance_delay_ms": 0}
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+# KIP-848's consumer protocol as a strategy of the matrix: the coordinator assigns (range on both
+# coordinators, the one the mock computes), and the same scenarios run (conformance/kip848.py).
+CONSUMER_PROTOCOL = "consumer-protocol"
+CONSUMER_PROTOCOL_ASSIGNOR = "range"
 EVENTS = ("leave", "crash", "restart", "stall", "freeze", "subscribe", "new_topic", "produce", "move_coordinator",
           "fail_coordinator", "rejoin")
 MEMBERS = ("a", "b", "c", "d")
@@ -38,8 +42,10 @@ MEMBERS = ("a", "b", "c", "d")
 
 @st.composite
 def scenarios(draw: Any, strategy: str | None = None, events: tuple[str, ...] = EVENTS) -> dict[str, Any]:
-    """One scenario document; ``strategy`` fixes the assignor every member offers."""
-    assignor = strategy or draw(st.sampled_from(STRATEGIES))
+    """One scenario document; ``strategy`` fixes the assignor every member offers (``consumer-protocol``:
+    the coordinator's range assignor, asked for by every member)."""
+    assignor = (CONSUMER_PROTOCOL_ASSIGNOR if strategy == CONSUMER_PROTOCOL else strategy) or draw(
+        st.sampled_from(STRATEGIES))
     partitions = draw(st.integers(min_value=3, max_value=8))
     topics = {"orders": partitions}
     config: dict[str, Any] = dict(CONFIG)

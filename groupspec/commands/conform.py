@@ -38,7 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also run this release of a Python client (confluent-kafka, kafka-python, aiokafka), "
                              "in an environment of its own made by pip on first use and cached: every client "
                              "list naming NAME runs again with the release in its place (repeatable)")
-    parser.add_argument("--strategies", default="range,roundrobin,sticky,cooperative-sticky")
+    parser.add_argument("--strategies", default=None,
+                        help="assignment strategies of the classic protocol, and consumer-protocol: the same "
+                             "scenarios under KIP-848's consumer protocol (librdkafka, the Java consumer), judged by "
+                             "the trace checker alone (default: all five; with --scenario, the classic protocol, "
+                             "and --strategies consumer-protocol runs the file under KIP-848's)")
     parser.add_argument("--examples", type=int, default=2, help="scenarios per strategy and client set")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario", type=Path, metavar="FILE", help="run this one scenario file")
@@ -114,10 +118,14 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise InputError(f"--client {exc}") from None
     client_sets = with_releases(_client_sets(args.clients or default), releases)
+    if args.strategies is None:
+        args.strategies = ",".join(strat.STRATEGIES if args.scenario is not None
+                                   else (*strat.STRATEGIES, strat.CONSUMER_PROTOCOL))
     chosen = [s for s in args.strategies.split(",") if s]
-    bad = [s for s in chosen if s not in strat.STRATEGIES]
-    if bad:
-        raise InputError(f"--strategies: unknown {bad[0]}; known: {', '.join(strat.STRATEGIES)}")
+    known = (*strat.STRATEGIES, strat.CONSUMER_PROTOCOL)
+    bad = [s for s in chosen if s not in known]
+    if bad or not chosen:
+        raise InputError(f"--strategies: unknown {bad[0] if bad else '(none)'}; known: {', '.join(known)}")
     if args.examples < 1:
         raise InputError("--examples: must be at least 1")
     if args.workers is not None and args.workers < 1:
@@ -129,7 +137,12 @@ def run(args: argparse.Namespace) -> int:
 
         load_scenario(str(args.scenario))  # every problem is an InputError naming the place
         doc = json.loads(args.scenario.read_text(encoding="utf-8"))
-        plan = campaign.Plan([(0, doc, s) for s in client_sets])
+        # the file's own assignors under the classic protocol, and / or under KIP-848's consumer protocol
+        protocols = [p for p, asked in (("classic", any(c in strat.STRATEGIES for c in chosen)),
+                                        ("consumer", strat.CONSUMER_PROTOCOL in chosen)) if asked]
+        runs = [(s, p) for p in protocols for s in client_sets]
+        plan = campaign.Plan([(i, doc, s) for i, (s, _) in enumerate(runs)],
+                             {i: p for i, (_, p) in enumerate(runs) if p != "classic"})
     else:
         plan = campaign.plan(args.seed, args.examples, chosen, client_sets)
 
