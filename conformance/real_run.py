@@ -561,7 +561,13 @@ class RealRun:
 
     def _settle(self, wait_ms: int, since: int, do: str = "") -> None:
         """Wait ``wait_ms``, then until the group is quiet: no JoinGroup / SyncGroup request for
-        :data:`QUIET_MS` since the step and every one answered; a member that died at start is an error.
+        :data:`QUIET_MS` since the step, every one answered, and no live member left mid-rebalance by the
+        coordinator's last answer to it (:func:`rejoins_due`); a member that died at start is an error.
+
+        Quiet time alone is not enough: Kafka answers a new member's first JoinGroup MEMBER_ID_REQUIRED
+        (KIP-394) and the member sends the second one when its client gets to it -- on a machine at load 15,
+        a JVM took longer than :data:`QUIET_MS`, the run went on to the next step, and that join's
+        generation was counted in the next step's window (test_campaign_kafka.py, "one rebalance too many").
 
         After a crash the wait ends early at the first JoinGroup sent since the step: the coordinator
         has expired the dead member and the survivors are rejoining, which is what the wait was for
@@ -589,7 +595,8 @@ class RealRun:
                 rebalancing = [m for m in proxy.messages if m["api"] in ("JoinGroup", "SyncGroup")]
                 last = rebalancing[-1]["timestamp"] if rebalancing else 0
                 open_requests = _unanswered(rebalancing)
-                if not open_requests and self._now() - max(last, since) >= QUIET_MS:
+                if (not open_requests and self._now() - max(last, since) >= QUIET_MS
+                        and not rejoins_due(proxy.messages, self._live_clients())):
                     return
                 if time.monotonic() >= deadline:
                     self._note("settle_timeout", open_requests=len(open_requests))
@@ -625,6 +632,10 @@ class RealRun:
                     return
                 self._sleep(0.05)
 
+    def _live_clients(self) -> set[str]:
+        """The client ids (``a#1``) of the member processes still running."""
+        return {f"{m}#{self.incarnation[m]}" for m, p in self.processes.items() if p.alive}
+
     def _check_starts(self) -> None:
         for member, proc in self.processes.items():
             if not proc.alive and not proc.killed and proc.proc.returncode not in (0, -15, None):
@@ -634,6 +645,25 @@ class RealRun:
                     if msg not in self.result.failed_starts:
                         self.result.failed_starts.append(msg)
                         raise RuntimeError(f"client failed to start: {msg}; see {proc.config.log_path}")
+
+
+def rejoins_due(messages: Sequence[Mapping[str, Any]], clients: set[str]) -> list[str]:
+    """The members among ``clients`` (client ids) that the coordinator's last group answer to them leaves
+    mid-rebalance, so the group is not settled whatever the quiet time: a JoinGroup answer of any kind (a
+    SyncGroup must follow NONE; another JoinGroup follows MEMBER_ID_REQUIRED -- AbstractCoordinator.
+    JoinGroupResponseHandler, "send another join group request in next cycle" -- or any other error), or
+    a SyncGroup or Heartbeat answered with an error (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+    ILLEGAL_GENERATION: the member rejoins). A SyncGroup or Heartbeat answered NONE is settled."""
+    conn_client: dict[int, str] = {}
+    for m in messages:
+        if m["kind"] == "request" and m.get("client_id"):
+            conn_client.setdefault(int(m["conn"]), str(m["client_id"]))
+    last: dict[str, Mapping[str, Any]] = {}
+    for m in messages:
+        who = conn_client.get(int(m["conn"]))
+        if m["kind"] == "response" and who in clients and m["api"] in ("JoinGroup", "SyncGroup", "Heartbeat"):
+            last[who] = m
+    return sorted(who for who, m in last.items() if m["api"] == "JoinGroup" or m.get("error") != "NONE")
 
 
 def _heartbeat_answered(messages: Sequence[Mapping[str, Any]], client_id: str) -> bool:

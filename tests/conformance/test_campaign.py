@@ -20,7 +20,7 @@ import pytest
 from conformance import campaign, strategies
 from conformance.group_wire import decode_subscription
 from conformance.mock_cluster import MockCluster, MockClusterError
-from conformance.real_run import CLIENT_ASSIGNORS, member_clients, unsupported
+from conformance.real_run import CLIENT_ASSIGNORS, member_clients, rejoins_due, unsupported
 from model.scenario import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,3 +164,27 @@ def test_the_replay_command_reproduces_a_verdict(tmp_path: Path, mixed_run: camp
     assert {"client", "client_version", "strategy", "scenario", "verdict", "replay"} <= set(data["runs"][0])
     assert data["findings"] and (tmp_path / "out" / "conformance.html").exists()
     assert f"[1/1] {data['runs'][0]['verdict']} " in r.stderr  # progress
+
+
+def test_a_member_told_to_rejoin_keeps_the_group_unsettled_however_long_it_takes() -> None:
+    """The cause of test_campaign_kafka.py's "one rebalance too many" at load 15: a JVM slower than the quiet
+    time between Kafka's MEMBER_ID_REQUIRED (KIP-394) and its second JoinGroup ended the settle early."""
+    def msg(t: int, conn: int, kind: str, api: str, error: str = "", client: str | None = None) -> dict[str, Any]:
+        return {"timestamp": t, "conn": conn, "kind": kind, "api": api, "correlation_id": t, "client_id": client,
+                **({"error": error} if kind == "response" else {})}
+
+    wire = [msg(0, 1, "request", "JoinGroup", client="a#1"), msg(10, 1, "response", "JoinGroup", "NONE"),
+            msg(20, 1, "request", "SyncGroup", client="a#1"), msg(30, 1, "response", "SyncGroup", "NONE"),
+            msg(4146, 2, "request", "JoinGroup", client="b#1"),
+            msg(4149, 2, "response", "JoinGroup", "MEMBER_ID_REQUIRED")]
+    assert rejoins_due(wire, {"a#1", "b#1"}) == ["b#1"]  # b must send its JoinGroup again
+    assert rejoins_due(wire, {"a#1"}) == []  # a dead member is no one's to wait for
+    wire += [msg(4900, 2, "request", "JoinGroup", client="b#1"),
+             msg(4931, 1, "response", "Heartbeat", "REBALANCE_IN_PROGRESS")]
+    assert rejoins_due(wire, {"a#1", "b#1"}) == ["a#1", "b#1"]  # a is told to rejoin; b's join is parked
+    wire += [msg(4934, 1, "request", "JoinGroup", client="a#1"), msg(4943, 1, "response", "JoinGroup", "NONE"),
+             msg(4943, 2, "response", "JoinGroup", "NONE"), msg(4948, 1, "request", "SyncGroup", client="a#1"),
+             msg(4959, 1, "response", "SyncGroup", "NONE")]
+    assert rejoins_due(wire, {"a#1", "b#1"}) == ["b#1"]  # b's SyncGroup is still to come
+    wire += [msg(5017, 2, "request", "SyncGroup", client="b#1"), msg(5019, 2, "response", "SyncGroup", "NONE")]
+    assert rejoins_due(wire, {"a#1", "b#1"}) == []
