@@ -19,6 +19,10 @@ only be judged by what does not need that model: the trace checker's verdicts on
 violation, or unchecked with the checker's reason. The comparisons that need a KIP-848 model are reported
 "unsupported: no KIP-848 model", once, with why (:data:`UNSUPPORTED`), and never as a pass.
 
+In ``groupspec conform`` the consumer protocol is the matrix's ``consumer-protocol`` column: the campaign's
+scenarios run under it (conformance/real_run.py ``protocol="consumer"``) and :func:`judge` turns the checker's
+report into the run's comparison. This module's own command runs one fixed scenario:
+
 The run (one scenario, fixed): members a, b, c (confluent-kafka, ``group.protocol=consumer``, commitSync
 after each poll) join one after another on a 6-partition topic; records are produced and consumed; c leaves
 (a clean close); b is SIGKILLed (the coordinator fences it when its session expires) and a alone takes every
