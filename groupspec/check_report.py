@@ -82,7 +82,7 @@ def document(report: dict[str, Any]) -> Document:
     ]))
     delivery = report.get("delivery")
     if delivery is not None:
-        blocks.append(Section("Delivery: records consumed again at a handoff", _delivery_blocks(delivery, evidence)))
+        blocks.append(Section("Delivery: records consumed again at a handoff", delivery_blocks(delivery, evidence)))
     activity = inp.get("activity")
     if activity and activity.get("counts"):
         rebalance_marks = [(rb["start"], f"rebalance of {name}") for name, g in report["groups"].items()
@@ -211,7 +211,7 @@ def _input_blocks(report: dict[str, Any], evidence: Evidence) -> list[Block]:
     return blocks
 
 
-def _delivery_blocks(delivery: dict[str, Any], evidence: Evidence | None = None) -> list[Block]:
+def delivery_blocks(delivery: dict[str, Any], evidence: Evidence | None = None) -> list[Block]:
     """The measure handoff-duplicates: totals, where the duplicates came from, per partition, per handoff."""
     evidence = evidence or Evidence()
     blocks: list[Block] = [

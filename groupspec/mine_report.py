@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from groupspec.check_report import delivery_blocks
 from groupspec.render import Document, Section, Table, to_html, to_markdown
 
 
@@ -97,6 +98,8 @@ def document(data: dict[str, Any], max_rows: int = 200) -> Document:
         Table(["group", "violations"], [[g["group"], g["violations"]] for g in an["top_groups"]],
               caption="groups with the most violations"),
     ]))
+    if data.get("delivery"):  # the measure handoff-duplicates, rendered as groupspec check renders it
+        doc.blocks.append(Section("Delivery: records consumed again at a handoff", delivery_blocks(data["delivery"])))
     if "truth" in data:
         t = data["truth"]
         doc.blocks.append(Section("Against truth.json", [Table(["measure", "value"], [[k, v] for k, v in t.items()])]))

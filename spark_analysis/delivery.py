@@ -31,6 +31,7 @@ client log. What is not judged is counted per reason (:func:`unchecked`), as the
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -38,9 +39,12 @@ from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _label, _tp, finding
 from spark_analysis.ownership import COMMITTED, CONSUMED, RECORD_DATA, STARTUP, UNB, where
+from traces.delivery import offset_notes
 from traces.state import UNKNOWN_POSITION
 
-NO_GAP_OUTCOMES = ("judged", "assumed-zero", "unjudged-policy", "hidden-auto-commit", "hidden-positions")
+NO_GAP_OUTCOMES = ("judged", "assumed-zero", "unjudged-policy", "hidden-auto-commit", "hidden-unseen",
+                   "hidden-positions")
+BROKER_COMMIT = "coordinator_offset_commit"
 
 
 def _unknown() -> Column:
@@ -184,17 +188,26 @@ def _positions_at(off: DataFrame, iv: DataFrame, rows: DataFrame, probes: DataFr
     return probes.join(hs.select(*key, "h", "at", F.col("last.s_pos").alias("h_pos")), [*key, "h", "at"], "left")
 
 
+def broker_commits(events: DataFrame) -> DataFrame:
+    """The offsets server.log shows the coordinator took (``coordinator_offset_commit``, one row per partition)."""
+    return events.filter((F.col("name") == BROKER_COMMIT) & F.col("topic").isNotNull()
+                         & F.col("partition").isNotNull() & (F.col("offset") >= 0))
+
+
 def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
-           auto_offset_reset: str | None = None) -> tuple[DataFrame, DataFrame]:
-    """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome``)."""
+           auto_offset_reset: str | None = None, broker: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+    """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome`` and the
+    committed offset they were judged on, which the handoffs that start there measure against)."""
     firsts = off.filter(F.col("first")).select(
-        "group", "member", "topic", "partition", "seq", "timestamp", "source", "line", "committed",
+        "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
         F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
-        where().alias("w"))
+        where().alias("w"), where().alias("w0"))
     low, committed = F.col("low"), F.col("committed")
     maybe_hidden = (low > 0) & (committed.isNull() | (low > committed + gap_slack))
     members = _members(rows)
-    # who may have committed unseen: a hidden member that released the partition before, or holds it now
+    # Who may have committed what the trace does not show (DeliveryChecks._first_consumption): a hidden member
+    # (commits_shown not true) that released the partition before or holds it now ("auto-commit"), and any other
+    # member holding it now or the partition's last releaser if it was killed (_commit_maybe_unseen: "unseen").
     ivm = iv.join(members, ["group", "member"], "left").select(
         F.col("group").alias("h_group"), F.col("member").alias("h_member"), F.col("topic").alias("h_topic"),
         F.col("partition").alias("h_partition"), "start_seq", F.col("end.seq").alias("end_seq"),
@@ -202,12 +215,38 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
     cand = firsts.filter(maybe_hidden)
     j = cand.join(ivm, (cand["group"] == ivm["h_group"]) & (cand["topic"] == ivm["h_topic"])
                   & (cand["partition"] == ivm["h_partition"]) & (ivm["start_seq"] < cand["seq"]), "inner")
-    released = (F.col("end_kind") != "eof") & (F.col("end_seq") < F.col("seq")) & ~_shown(F.col("end_seq"))
-    holding = (F.col("h_member") != F.col("member")) & (F.col("seq") < F.col("end_seq")) \
-        & ~_shown(F.col("seq"))
-    hidden = j.filter(released | holding).groupBy("group", "member", "topic", "partition", "seq").agg(
-        F.collect_set("h_member").alias("hidden"),
-        F.max((F.col("j0").isNull() | (F.col("j0") > F.col("seq"))).cast("int")).alias("blind"))
+    ended = F.col("end_seq") < F.col("seq")
+    holds = (F.col("h_member") != F.col("member")) & (F.col("seq") < F.col("end_seq"))
+    released = (F.col("end_kind") != "eof") & ended & ~_shown(F.col("end_seq"))
+    holding = holds & ~_shown(F.col("seq"))
+    # a member known only from its client log (no callback trace yet) leaves nothing to bound its commits
+    who = F.struct(F.col("h_member").alias("h"), (F.col("j0").isNull() | (F.col("j0") > F.col("seq"))).alias("b"))
+    key = ["group", "member", "topic", "partition", "seq"]
+    agg = j.groupBy(*key).agg(
+        F.collect_set(F.when(released | holding, who)).alias("hid"),
+        F.collect_set(F.when(holds, who)).alias("uns"),
+        F.max(F.when(ended, F.struct(F.col("end_seq").alias("s"), F.col("end_kind").alias("k"), who.alias("w"))))
+        .alias("last"))
+    unseen = F.array_union(F.col("uns"), F.when(F.col("last.k") == "killed", F.array(F.col("last.w")))
+                           .otherwise(F.array().cast("array<struct<h:string,b:boolean>>")))
+    everyone = F.array_union(F.col("hid"), unseen)
+    hidden = agg.select(*key, F.when(F.size("hid") > 0, F.lit("auto-commit")).otherwise(F.lit("unseen")).alias("why"),
+                        F.array_distinct(F.transform(everyone, lambda x: x["h"])).alias("hidden"),
+                        F.exists(everyone, lambda x: x["b"]).cast("int").alias("blind")) \
+        .filter(F.size("hidden") > 0)
+    # server.log's commits settle it: the last offset the coordinator took before the first poll
+    if broker is not None:
+        bk = broker.select(F.col("group").alias("b_group"), F.col("topic").alias("b_topic"),
+                           F.col("partition").alias("b_partition"), F.col("seq").alias("b_seq"),
+                           F.col("offset").alias("b_offset"), where().alias("b_w"))
+        hb = hidden.select(*key)
+        took = hb.join(bk, (hb["group"] == bk["b_group"]) & (hb["topic"] == bk["b_topic"])
+                       & (hb["partition"] == bk["b_partition"]) & (bk["b_seq"] < hb["seq"]), "inner") \
+            .groupBy(*key).agg(F.max_by(F.struct(F.col("b_offset").alias("o"), F.col("b_w").alias("w")),
+                                        F.col("b_seq")).alias("broker"))
+        hidden = hidden.join(took, key, "left")
+    else:
+        hidden = hidden.withColumn("broker", F.lit(None).cast("struct<o:long,w:string>"))
     # the hidden members' positions now: their last poll of the partition, unless a new assignment of it or a
     # restart came after (both drop it)
     hk = hidden.select("group", "member", "topic", "partition", "seq", F.explode("hidden").alias("h"),
@@ -238,12 +277,19 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
         .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("P").alias("high"))
     key = ["group", "member", "topic", "partition", "seq"]
     judged = firsts.join(hidden, key, "left").join(hpos, key, "left").join(high, key, "left")
-    is_hidden = F.col("hidden").isNotNull() & maybe_hidden
+    # a start the broker's commit settles is judged against it (or against a later commit the trace shows)
+    settled = F.col("hidden").isNotNull() & maybe_hidden & F.col("broker").isNotNull()
+    judged = (judged
+              .withColumn("is_hidden", F.col("hidden").isNotNull() & maybe_hidden & ~settled)
+              .withColumn("by_broker", settled & (committed.isNull() | (F.col("broker.o") >= committed)))
+              .withColumn("committed", F.when(F.col("by_broker"), F.col("broker.o")).otherwise(committed))
+              .withColumn("w", F.when(F.col("by_broker"), F.array("w", "broker.w")).otherwise(F.array("w"))))
+    is_hidden = F.col("is_hidden")
     bound = F.greatest(F.coalesce(F.col("high"), F.lit(0)), F.coalesce(F.col("hidden_pos"), F.lit(0)),
                        F.coalesce(committed, F.lit(0)))
     earliest = F.col("policy") == "earliest"
     outcome = (F.when(is_hidden & (F.col("blind") == 1), F.lit("hidden-positions"))
-               .when(is_hidden & (low <= bound + gap_slack), F.lit("hidden-auto-commit"))
+               .when(is_hidden & (low <= bound + gap_slack), F.concat(F.lit("hidden-"), F.col("why")))
                .when(is_hidden & committed.isNull() & ~F.coalesce(earliest, F.lit(False)), F.lit("unjudged-policy"))
                .when(is_hidden, F.lit("judged"))
                .when(committed.isNotNull() | (low == 0), F.lit("judged"))
@@ -259,8 +305,9 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
         m, label, low, bound - 1, bound, low - 1), F.when(committed.isNotNull(), F.lit("")).otherwise(F.lit(
             "; with no commit at all, auto.offset.reset=earliest starts at the log start, assumed 0"))))
            .when(committed.isNotNull(), F.format_string(
-               "%s started %s at offset %d but the committed offset was %d: offsets %d..%d were never consumed",
-               m, label, low, committed, committed, low - 1))
+               "%s started %s at offset %d but %s committed offset was %d: offsets %d..%d were never consumed",
+               m, label, low, F.when(F.col("by_broker"), F.lit("the broker's")).otherwise(F.lit("the")), committed,
+               committed, low - 1))
            .otherwise(F.format_string(
                "%s started %s at offset %d with no committed offset and auto.offset.reset=earliest: offsets 0..%d "
                "were never consumed (assuming the log starts at 0; retention may have deleted them)",
@@ -268,8 +315,9 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
     judged = judged.withColumn("outcome", outcome).withColumn("violated", violated)
     found = judged.filter(F.col("violated")).select(*finding(
         "no-gap", VIOLATION, F.array(m), F.array(_tp()), F.col("timestamp"), F.col("timestamp"),
-        F.array(F.col("w")), msg))
-    return found, judged.select("group", "outcome", "policy")
+        F.col("w"), msg))
+    return found, judged.select("group", "member", "topic", "partition", "ac", "seq", "timestamp", "low", "committed",
+                                "w0", "outcome", "policy")
 
 
 def unchecked_counts(first_polls: DataFrame, off: DataFrame) -> DataFrame:
@@ -284,40 +332,13 @@ def unchecked_counts(first_polls: DataFrame, off: DataFrame) -> DataFrame:
 
 
 def unchecked(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The checker's partial ``unchecked`` notes for the offset rules (DeliveryChecks.delivery_unchecked),
-    totalled over the rows of :func:`unchecked_counts`."""
-    out: list[dict[str, Any]] = []
-    policies: dict[str, int] = {}
-    total: dict[str, int] = {}
+    """The checker's partial ``unchecked`` notes for the offset rules, totalled over the rows of
+    :func:`unchecked_counts` and worded by the checker's own templates (:func:`traces.delivery.offset_notes`)."""
+    policies: Counter[str] = Counter()
+    total: Counter[str] = Counter()
     for c in counts:
-        total[c["what"]] = total.get(c["what"], 0) + c["n"]
+        total[c["what"]] += c["n"]
         if c["what"] == "unjudged-policy":
-            p = c["policy"] or "unknown"
-            policies[p] = policies.get(p, 0) + c["n"]
-    if policies:
-        listed = ", ".join(f"{n} under {p}" for p, n in sorted(policies.items()))
-        out.append({"invariant": "no-gap", "partial": True, "reason": (
-            f"first consumptions of a partition with no committed offset were not judged ({listed}): assumed the "
-            f"auto.offset.reset policy put the position there (latest: the log end; none: an explicit seek; "
-            f"unknown: either)")})
-    if total.get("hidden-auto-commit"):
-        out.append({"invariant": "no-gap", "partial": True, "reason": (
-            f"{total['hidden-auto-commit']} first consumption(s) started past the last commit the trace shows, "
-            f"within what earlier owners had consumed, after an owner whose commits the trace does not show "
-            f"(VerifiableConsumer prints no auto-commit: run with --enable-autocommit, or its commits are only in a "
-            f"client log): an automatic commit may have put the committed offset there")})
-    if total.get("hidden-positions"):
-        out.append({"invariant": "no-gap", "partial": True, "reason": (
-            f"{total['hidden-positions']} first consumption(s) started past the last commit the trace shows after "
-            f"an owner known only from its client log (which shows neither its commits nor what it consumed) were "
-            f"not judged")})
-    if total.get("assumed-zero"):
-        out.append({"invariant": "no-gap", "partial": True, "reason": (
-            f"{total['assumed-zero']} first consumption(s) under auto.offset.reset=earliest with no committed "
-            f"offset were judged assuming the log starts at offset 0")})
-    if total.get("not-ahead-unjudged"):
-        out.append({"invariant": "committed-not-ahead", "partial": True, "reason": (
-            f"{total['not-ahead-unjudged']} commit(s) of partitions the member had not consumed from, with no "
-            f"committed offset known, were not judged (the reset policy placed the position)")})
-    return out
-
+            policies[c["policy"] or "unknown"] += c["n"]
+    hidden = Counter({why: total[f"hidden-{why}"] for why in ("auto-commit", "unseen", "positions")})
+    return offset_notes(policies, +hidden, total["assumed-zero"], total["not-ahead-unjudged"])

@@ -2,7 +2,7 @@
 
 docs/design.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one row per partition it
 names (``partitions`` of the ownership callbacks and of ``records_consumed``, ``offsets`` of
-``offsets_committed``, the stored ``assignment`` of ``coordinator_stable``: one row per member id
+``offsets_committed`` and of the broker's ``coordinator_offset_commit``, the stored ``assignment`` of ``coordinator_stable``: one row per member id
 and partition) and one row with ``topic`` null when it names none. The columns keep the trace
 format's field names (``minOffset``, ``maxOffset``, ``offset``, ``success``, ...), plus where the
 event came from:
@@ -66,6 +66,7 @@ SCHEMA = pa.schema([
     ("format", pa.dictionary(pa.int32(), pa.string())),
     ("commits_shown", pa.bool_()),
     ("enable_auto_commit", pa.bool_()),
+    ("auto_commit_interval_ms", pa.int64()),
     ("subscription", pa.list_(pa.string())),
     ("detail", pa.dictionary(pa.int32(), pa.string())),
     ("members", pa.list_(pa.string())),
@@ -75,7 +76,7 @@ COLUMNS = tuple(SCHEMA.names)
 
 _PARTITION_LISTS = {"partitions_assigned": "partitions", "partitions_revoked": "partitions",
                     "partitions_lost": "partitions", "records_consumed": "partitions",
-                    "offsets_committed": "offsets"}
+                    "offsets_committed": "offsets", "coordinator_offset_commit": "offsets"}
 
 
 def _int(value: Any) -> int | None:
@@ -118,7 +119,7 @@ class Columns:
                   _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
                   _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
                   _str(event.get("auto_offset_reset")), fmt, commits_shown, _bool(event.get("enable_auto_commit")),
-                  _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")),
+                  _int(event.get("auto_commit_interval_ms")), _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")),
                   _int(event.get("member_count")))
         success = event.get("success")
         success = success if isinstance(success, bool) else None
@@ -145,7 +146,7 @@ class Columns:
              partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
              success: bool | None, error: str | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
-         state, reset, fmt, shown, auto, subscription, detail, members, member_count) = common
+         state, reset, fmt, shown, auto, interval, subscription, detail, members, member_count) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
                            ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
@@ -154,7 +155,8 @@ class Columns:
                            ("partition", partition), ("count", count), ("minOffset", low), ("maxOffset", high),
                            ("offset", offset), ("success", success), ("error", error), ("reason", reason),
                            ("state", state), ("auto_offset_reset", reset), ("format", fmt),
-                           ("commits_shown", shown), ("enable_auto_commit", auto), ("subscription", subscription),
+                           ("commits_shown", shown), ("enable_auto_commit", auto),
+                           ("auto_commit_interval_ms", interval), ("subscription", subscription),
                            ("detail", detail), ("members", members), ("member_count", member_count)):
             d[col].append(value)
 

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis import delivery as dl
+from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
 from spark_analysis import rebalances as rb
@@ -28,13 +29,16 @@ from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
 from spark_analysis.layout import events_dir
 from spark_analysis.ownership import intervals, member_rows
+from traces.checker import NOT_IN_TRACES
+from traces.delivery import handoff_notes
 
 COVERED = ("single-owner", "zombie-overlap", "revoke-before-assign", "consume-owned-only", "commit-owned-only",
            "eager-revoke-all", "generation-monotonic", "monotonic-consumption", "committed-not-ahead", "no-gap",
            "subscribed-only", "revoke-only-moved", "static-rejoin")
+MEASURED = ("handoff-duplicates",)  # a measure, not a finding: the report's "delivery" section
 NOT_COVERED = {
-    "handoff-duplicates": "not yet in the Spark job (a measure: the checker's per-handoff duplicate count and cause)",
     "converges": "coordinator-side; not yet in the Spark job (the checker's rebalance streaks and SyncGroup races)",
+    **NOT_IN_TRACES,  # the stuck-group invariants (issue 17): the checker does not judge them from a trace either
 }
 
 
@@ -44,6 +48,7 @@ class MineConfig:
     default_protocol: str | None = None
     storm_window_ms: int = 60_000
     storm_threshold: int = 5
+    max_examples: int = 100  # handoffs with duplicates listed in "delivery" (the checker's max_findings)
 
 
 @dataclass
@@ -57,6 +62,7 @@ class Plan:
     moves: DataFrame
     unchecked: DataFrame
     cached: list[DataFrame]
+    handoffs: DataFrame | None = None  # spark_analysis.handoff.handoffs: one row per handoff
 
     def release(self) -> None:
         for df in self.cached:
@@ -85,12 +91,13 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(inv.generation_down(rows))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     off = dl.offsets(rows)
-    gaps, first_polls = dl.no_gap(off, rows, iv)
+    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events))
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
-                rb.moves(rows), dl.unchecked_counts(first_polls, off), cached)
+                rb.moves(rows), dl.unchecked_counts(first_polls, off), cached,
+                handoffs=hd.handoffs(off, iv, rows, first_polls))
 
 
 def shuffles(df: DataFrame) -> dict[str, int]:
@@ -189,6 +196,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         unchecked_rows = sorted((r.asDict() for r in p.unchecked.collect()),
                                 key=lambda r: (r["group"], r["what"], r["policy"] or ""))
         rb_total = rebalances.count()
+        delivery = hd.summary(p.handoffs, config.max_examples) if p.handoffs is not None else None
         rebalances.unpersist()
     p.release()
     found.sort(key=lambda f: (f["severity"] != inv.VIOLATION, f["group"], f["window"][0], f["invariant"],
@@ -204,7 +212,10 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "finding_counts": dict(sorted(Counter(f["invariant"] for f in found).items())),
         "covered": list(COVERED),
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
-        "unchecked": dl.unchecked(unchecked_rows),
+        "measured": list(MEASURED),
+        "unchecked": dl.unchecked(unchecked_rows) + (
+            handoff_notes(delivery["handoffs"], delivery["handoffs_unmeasured"]) if delivery is not None else []),
+        "delivery": delivery,
         "unchecked_per_group": unchecked_rows,
         "input": {"events": counts["events"], "rows": counts["rows"], "groups": counts["groups"],
                   "lines": info.get("lines"), "files": info.get("files"),

@@ -111,6 +111,23 @@ from traces.state import (
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
 
+# The catalogue's stuck-group invariants (issue 17), which no trace can judge: each needs to know that every
+# member was alive -- its heartbeats reaching the coordinator, its polls -- which no trace format carries (a
+# member's events show that it consumed, not that it heartbeated; a broker's server.log names a removal and its
+# reason, not the heartbeats before it). A long rebalance or a removal for a timeout is correct when a member was
+# stalled or cut off, so none is judged rather than one guessed. (The Spark job lists them with these reasons.)
+NOT_IN_TRACES = {
+    "rebalance-within-timeout": "needs every member's liveness while the group rebalanced (heartbeats and polls, "
+                                "which no trace carries) and the group's rebalance timeout; a rebalance that "
+                                "outlasts it is correct when a member was stalled",
+    "live-member-kept": "needs the member's heartbeats as the coordinator got them, which no trace carries: a "
+                        "removal for a session, rebalance or sync timeout (server.log) is correct when the member "
+                        "had stopped heartbeating or polling",
+    "settled-group-reads": "needs each partition's log end offset over time (what was produced) and every member's "
+                           "liveness, which a consumer trace does not carry",
+}
+
+
 class Checker(CoordinatorChecks, DeliveryChecks):
     """Feed it located events in time order (:meth:`run`), then :meth:`finish`."""
 
@@ -988,19 +1005,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                               f"server.log names neither a generation's members nor their answers (add the members' "
                               f"Java client logs, whose 'Successfully synced group' lines say who got one)",
                  partial=True)
-        # Stuck or thrashing groups (issue 17): each needs to know that every member was alive -- its
-        # heartbeats reaching the coordinator, its polls -- which no trace format carries (a member's
-        # events show that it consumed, not that it heartbeated; a broker's server.log names a removal
-        # and its reason, not the heartbeats before it). A long rebalance or a removal for a timeout is
-        # correct when a member was stalled or cut off, so none is judged rather than one guessed.
-        note("rebalance-within-timeout", "needs every member's liveness while the group rebalanced (heartbeats "
-                                         "and polls, which no trace carries) and the group's rebalance timeout; "
-                                         "a rebalance that outlasts it is correct when a member was stalled")
-        note("live-member-kept", "needs the member's heartbeats as the coordinator got them, which no trace "
-                                 "carries: a removal for a session, rebalance or sync timeout (server.log) is "
-                                 "correct when the member had stopped heartbeating or polling")
-        note("settled-group-reads", "needs each partition's log end offset over time (what was produced) and "
-                                    "every member's liveness, which a consumer trace does not carry")
+        # Stuck or thrashing groups (issue 17): not judged from a trace (NOT_IN_TRACES says why)
+        for invariant, reason in NOT_IN_TRACES.items():
+            note(invariant, reason)
         if not self.saw["ownership"] and not self.saw["commits"]:
             note("consume-owned-only", "no records_consumed or offsets_committed events")
         elif self.unverified:

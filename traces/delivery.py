@@ -83,6 +83,68 @@ CAUSES = {
 }
 
 
+# The partial "unchecked" notes of the offset rules: one template per reason, formatted here for the checker and
+# for the Spark job (spark_analysis.delivery.unchecked), so that both say the same words by construction.
+PARTIAL_REASONS = {
+    # no-gap: first consumptions with no committed offset under a policy that does not say where it starts
+    "unjudged-policy": ("no-gap", "first consumptions of a partition with no committed offset were not judged "
+                                  "({policies}): assumed the auto.offset.reset policy put the position there (latest: "
+                                  "the log end; none: an explicit seek; unknown: either)"),
+    "hidden-auto-commit": ("no-gap", "{n} first consumption(s) started past the last commit the trace shows, within "
+                                     "what earlier owners had consumed, after an owner whose commits the trace does "
+                                     "not show (VerifiableConsumer prints no auto-commit: run with --enable-autocommit, "
+                                     "or its commits are only in a client log): an automatic commit may have put the "
+                                     "committed offset there"),
+    "hidden-unseen": ("no-gap", "{n} first consumption(s) started past the last commit the trace shows, within what "
+                                "the previous owner had consumed, after that owner was killed (its trace ended without "
+                                "shutdown_complete) or while it still held the partition: its last commit may have "
+                                "reached the broker without its trace line; add the broker's server.log "
+                                "(OffsetMetadataManager at DEBUG) to judge them"),
+    "hidden-positions": ("no-gap", "{n} first consumption(s) started past the last commit the trace shows after an "
+                                   "owner known only from its client log (which shows neither its commits nor what it "
+                                   "consumed) were not judged"),
+    "assumed-zero": ("no-gap", "{n} first consumption(s) under auto.offset.reset=earliest with no committed offset "
+                               "were judged assuming the log starts at offset 0"),
+    "not-ahead-unjudged": ("committed-not-ahead", "{n} commit(s) of partitions the member had not consumed from, "
+                                                  "with no committed offset known, were not judged (the reset policy "
+                                                  "placed the position)"),
+}
+
+
+def offset_notes(unjudged: Counter[str], hidden: Counter[str], assumed_zero: int,
+                 not_ahead_unjudged: int) -> list[dict[str, Any]]:
+    """The partial notes of the offset rules from their counts (:data:`PARTIAL_REASONS`), in the checker's order.
+
+    ``unjudged``: reset policy -> first consumptions not judged; ``hidden``: ``auto-commit`` / ``unseen`` /
+    ``positions`` -> first consumptions past the shown commit not judged.
+    """
+    counts = [("hidden-" + why, hidden.get(why, 0)) for why in ("auto-commit", "unseen", "positions")]
+    counts += [("assumed-zero", assumed_zero), ("not-ahead-unjudged", not_ahead_unjudged)]
+    out = []
+    if unjudged:
+        policies = ", ".join(f"{n} under {p}" for p, n in sorted(unjudged.items()))
+        invariant, template = PARTIAL_REASONS["unjudged-policy"]
+        out.append({"invariant": invariant, "reason": template.format(policies=policies), "partial": True})
+    for what, n in counts:
+        if n:
+            invariant, template = PARTIAL_REASONS[what]
+            out.append({"invariant": invariant, "reason": template.format(n=n), "partial": True})
+    return out
+
+
+def handoff_notes(handoffs: int, unmeasured: int) -> list[dict[str, Any]]:
+    """The ``unchecked`` notes of the measure handoff-duplicates (the checker's and the Spark job's)."""
+    if not handoffs:
+        return [{"invariant": "handoff-duplicates", "partial": False,
+                 "reason": "no partition passed from one owner to a next one that consumed it, with the previous "
+                           "owner's offsets known"}]
+    if unmeasured:
+        return [{"invariant": "handoff-duplicates", "partial": True,
+                 "reason": f"{unmeasured} handoff(s) where the previous owner's offsets were not known were not "
+                           f"measured"}]
+    return []
+
+
 class DeliveryChecks(CheckerParts):
     """no-gap, monotonic-consumption, committed-not-ahead and handoff-duplicates (mixed into the checker)."""
 
@@ -466,43 +528,10 @@ class DeliveryChecks(CheckerParts):
         else:
             if not self.opportunities["no-gap"]:
                 note("no-gap", "no member started a partition with a committed offset (or reset=earliest) known")
-            if self.no_gap_unjudged:
-                policies = ", ".join(f"{n} under {p}" for p, n in sorted(self.no_gap_unjudged.items()))
-                note("no-gap", f"first consumptions of a partition with no committed offset were not judged "
-                               f"({policies}): assumed the auto.offset.reset policy put the position there "
-                               f"(latest: the log end; none: an explicit seek; unknown: either)", partial=True)
-            if self.no_gap_hidden["auto-commit"]:
-                note("no-gap", f"{self.no_gap_hidden['auto-commit']} first consumption(s) started past the last commit "
-                               f"the trace shows, within what earlier owners had consumed, after an owner whose commits "
-                               f"the trace does not show (VerifiableConsumer prints no auto-commit: run with "
-                               f"--enable-autocommit, or its commits are only in a client log): an automatic commit "
-                               f"may have put the committed offset there", partial=True)
-            if self.no_gap_hidden["unseen"]:
-                note("no-gap", f"{self.no_gap_hidden['unseen']} first consumption(s) started past the last commit "
-                               f"the trace shows, within what the previous owner had consumed, after that owner was "
-                               f"killed (its trace ended without shutdown_complete) or while it still held the "
-                               f"partition: its last commit may have reached the broker without its trace line; "
-                               f"add the broker's server.log (OffsetMetadataManager at DEBUG) to judge them",
-                     partial=True)
-            if self.no_gap_hidden["positions"]:
-                note("no-gap", f"{self.no_gap_hidden['positions']} first consumption(s) started past the last commit "
-                               f"the trace shows after an owner known only from its client log (which shows neither "
-                               f"its commits nor what it consumed) were not judged", partial=True)
-            if self.no_gap_assumed_zero:
-                note("no-gap", f"{self.no_gap_assumed_zero} first consumption(s) under auto.offset.reset=earliest "
-                               f"with no committed offset were judged assuming the log starts at offset 0",
-                     partial=True)
+            out += offset_notes(self.no_gap_unjudged, self.no_gap_hidden, self.no_gap_assumed_zero, 0)
         if not self.saw["commits"]:
             note("commit-owned-only", "no offsets_committed events")
             note("committed-not-ahead", "no offsets_committed events")
-        elif self.not_ahead_unjudged:
-            note("committed-not-ahead", f"{self.not_ahead_unjudged} commit(s) of partitions the member had not "
-                                        f"consumed from, with no committed offset known, were not judged (the "
-                                        f"reset policy placed the position)", partial=True)
-        if not self.handoffs:
-            note("handoff-duplicates", "no partition passed from one owner to a next one that consumed it, with "
-                                       "the previous owner's offsets known")
-        elif self.handoffs_unmeasured:
-            note("handoff-duplicates", f"{self.handoffs_unmeasured} handoff(s) where the previous owner's offsets "
-                                       f"were not known were not measured", partial=True)
-        return out
+        else:
+            out += offset_notes(Counter(), Counter(), 0, self.not_ahead_unjudged)
+        return out + handoff_notes(self.handoffs, self.handoffs_unmeasured)

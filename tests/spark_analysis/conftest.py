@@ -24,6 +24,7 @@ from spark_analysis import corpus, mine, session  # noqa: E402
 from tests.spark_analysis import crafted  # noqa: E402
 
 SAMPLES = Path(__file__).resolve().parents[1] / "traces" / "samples"
+EVERY_HANDOFF = mine.MineConfig(max_examples=1_000_000)  # the agreement test compares every handoff
 GENERATED = corpus.CorpusSpec(groups=48, seed=7, mutant_fraction=0.6, mutants=tuple(sorted(MUTANTS)))
 
 
@@ -65,7 +66,7 @@ def samples_corpus(sample_sets: dict[str, Path], tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="session")
 def samples_mined(spark: Any, samples_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return mine.run(spark, samples_corpus, tmp_path_factory.mktemp("samples-mined"))
+    return mine.run(spark, samples_corpus, tmp_path_factory.mktemp("samples-mined"), EVERY_HANDOFF)
 
 
 @pytest.fixture(scope="session")
@@ -77,4 +78,4 @@ def generated_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def generated_mined(spark: Any, generated_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return mine.run(spark, generated_corpus, tmp_path_factory.mktemp("generated-mined"))
+    return mine.run(spark, generated_corpus, tmp_path_factory.mktemp("generated-mined"), EVERY_HANDOFF)

@@ -61,6 +61,37 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
               _stop(40)],
         "b": [_start(31), ev("partitions_assigned", 32, parts=[1]), consumed(33, 1, 9, 12), _stop(50)],
     },
+    # a killed owner's last commit may have reached the broker unseen (DeliveryChecks._commit_maybe_unseen):
+    # b starts partition 0 past the shown commit but within what a consumed (unchecked), and partition 1
+    # beyond it (a violation)
+    "no-gap-unseen": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 9), committed(21, 0, 5),
+              consumed(22, 1, 0, 4), committed(23, 1, 5), _start(40)],
+        "b": [_start(30), ev("partitions_assigned", 41, parts=[0, 1]), consumed(42, 0, 8, 9), consumed(43, 1, 8, 9),
+              _stop(50)],
+    },
+    # ... and server.log's commits settle it: judged against the offset the broker took (partition 0 holds,
+    # partition 1 started past it), or against a later commit the trace shows (partition 2)
+    "no-gap-broker": {
+        "a": [_start(group="g"), ev("partitions_assigned", 10, parts=[0, 1, 2]), consumed(20, 0, 0, 9),
+              committed(21, 0, 5), consumed(22, 1, 0, 9), committed(23, 1, 5), consumed(24, 2, 0, 9),
+              committed(25, 2, 5), _start(40)],
+        "b": [_start(30, group="g"), ev("partitions_assigned", 41, parts=[0, 1, 2]), consumed(42, 0, 8, 9),
+              consumed(43, 1, 9, 9), consumed(44, 2, 9, 9), _stop(50)],
+        "broker": [ev("coordinator_offset_commit", 26, group="g", member_id="a-1",
+                      offsets=[{"topic": "t", "partition": p, "offset": o} for p, o in ((0, 8), (1, 7), (2, 4))])],
+    },
+    # handoffs (the measure handoff-duplicates): records read again after a revoke without a commit, after a
+    # failed commit, none after a commit of the position, and from a zombie that kept consuming
+    "handoff": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0, 1, 2]), consumed(20, 0, 0, 9), committed(21, 0, 5),
+              consumed(22, 1, 0, 9), committed(23, 1, 3, success=False, error="REBALANCE_IN_PROGRESS"),
+              consumed(24, 2, 0, 9), committed(25, 2, 10), ev("partitions_revoked", 30, parts=[0, 1, 2]), _stop(70)],
+        "b": [_start(26), ev("partitions_assigned", 31, parts=[0, 1, 2, 3]), consumed(32, 0, 5, 12),
+              consumed(33, 1, 0, 12), consumed(34, 2, 10, 12), consumed(35, 3, 0, 7), _stop(60)],
+        "c": [_start(), ev("partitions_assigned", 10, parts=[3]), consumed(20, 3, 0, 4), committed(21, 3, 0),
+              consumed(40, 3, 5, 9), _stop(80)],
+    },
     "subscribed": {
         "a": [_start(subscription=["t"]), ev("partitions_assigned", 10, parts=[0]),
               ev("partitions_assigned", 20, partitions=[{"topic": "payments", "partition": 3},

@@ -2,7 +2,9 @@
 
 Compared per finding: group, invariant, severity, members, partitions, time window and
 occurrences, for every invariant the Spark job covers (spark_analysis.mine.COVERED), on every trace
-set under tests/traces/samples and on a generated corpus with faults and every mutant. The
+set under tests/traces/samples and on a generated corpus with faults and every mutant; and the
+measure handoff-duplicates (the report's ``delivery``): every handoff with duplicates field by field,
+the handoffs and duplicates per partition, and the totals. The
 comparison goes through PySpark's own ``assertDataFrameEqual``.
 """
 
@@ -46,16 +48,46 @@ def _spark_keys(report: dict[str, Any]) -> list[tuple[Any, ...]]:
 CRAFTED = ("monotonic-consumption", "committed-not-ahead", "no-gap", "subscribed-only", "revoke-only-moved",
            "static-rejoin")
 OFFSET_RULES = ("no-gap", "committed-not-ahead")
-# Known disagreements (docs/mining.md), each named exactly so that the test fails when it changes. Issue 13's
-# checker fix (no-gap judged on the broker's commits from server.log, and a killed or still-holding earlier
-# owner's last commit treated as possibly unseen) is not in the Spark job yet:
-# - here the checker judges no-gap on the broker's commits where the Spark job leaves the same first
-#   consumptions unchecked (an auto-commit note): less said, nothing wrong said;
-JUDGED_ON_BROKER_COMMITS = ("kafka-4.1.1-java-autocommit", "kafka-4.1.1-vc-autocommit")
-# - and here the Spark job reports the false no-gap the checker no longer does (m3 killed after its commit
-#   reached the broker, before its trace line): a false violation of the Spark job, the first thing to fix.
-KNOWN_SPARK_ONLY = ("kafka-4.1.1-extra-vc-bounce-killed-commit/consumer-bounce", "no-gap", "violation", ["m3"],
-                    [("orders", 3)], 1795640727658, 1795640727658, 1)
+# the measure handoff-duplicates (the report's "delivery" section), compared per handoff with duplicates, per
+# partition, and in total
+DELIVERY_TOTALS = ("handoffs", "handoffs_with_duplicates", "handoffs_unmeasured", "duplicates")
+
+
+def _handoffs(delivery: dict[str, Any], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
+    return [(group(e["group"]), e["topic"], e["partition"], e["from"], e["to"], e["at"], e["start"],
+             e["previous_position"], e["committed"], e["duplicates"], e["cause"], e["detail"], tuple(e["evidence"]))
+            for e in delivery["handoff_examples"]]
+
+
+def _per_partition(delivery: dict[str, Any], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
+    return [(group(p["group"]), p["topic"], p["partition"], p["handoffs"], p["duplicates"])
+            for p in delivery["per_partition"]]
+
+
+class _Delivery:
+    """The checker's delivery sections, summed over runs (the Spark job mines them all at once)."""
+
+    def __init__(self) -> None:
+        self.totals = dict.fromkeys(DELIVERY_TOTALS, 0)
+        self.by_cause: dict[str, int] = {}
+        self.handoffs: list[tuple[Any, ...]] = []
+        self.per_partition: list[tuple[Any, ...]] = []
+
+    def add(self, delivery: dict[str, Any], group: Any = lambda g: g) -> None:
+        for k in DELIVERY_TOTALS:
+            self.totals[k] += delivery[k]
+        for cause, n in delivery["duplicates_by_cause"].items():
+            self.by_cause[cause] = self.by_cause.get(cause, 0) + n
+        self.handoffs += _handoffs(delivery, group)
+        self.per_partition += _per_partition(delivery, group)
+
+    def assert_equal(self, mined: dict[str, Any]) -> None:
+        got = mined["delivery"]
+        assert {k: got[k] for k in DELIVERY_TOTALS} == self.totals
+        assert got["duplicates_by_cause"] == dict(sorted(self.by_cause.items()))
+        assert sorted(_handoffs(got)) == sorted(self.handoffs)
+        assert sorted(_per_partition(got)) == sorted(self.per_partition)
+        assert not got["handoff_examples_truncated"]
 
 
 def _partial_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -70,36 +102,36 @@ def _spark_notes(mined: dict[str, Any], group_prefix: str) -> list[tuple[str, st
 def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets: dict[str, Path],
                                                         samples_mined: dict[str, Any]) -> None:
     expected: list[tuple[Any, ...]] = []
+    delivery = _Delivery()
     for name, path in sample_sets.items():
         report = check_paths(path, max_findings=1_000_000)
+        delivery.add(report["delivery"], lambda g, name=name: f"{name}/{g}")
         expected += [_key(f, f"{name}/{f['group']}") for f in report["findings"] if f["invariant"] in mine.COVERED]
         # what the offset rules could not judge, counted per reason as the checker counts it
         checker_notes = _partial_notes(report["unchecked"])
-        if name in JUDGED_ON_BROKER_COMMITS:  # named in docs/mining.md, "Known disagreements"
-            spark_only = [n for n in _spark_notes(samples_mined, f"{name}/") if n[0] == "no-gap" and "auto-commit" in n[1]]
-            assert spark_only, f"{name}: the Spark job caught up; drop it from JUDGED_ON_BROKER_COMMITS"
-            checker_notes = sorted(checker_notes + spark_only)
         assert _spark_notes(samples_mined, f"{name}/") == checker_notes, name
     got = _spark_keys(samples_mined)
-    # named in docs/mining.md, "Known disagreements": a false no-gap only the Spark job reports
-    assert KNOWN_SPARK_ONLY in got, "the Spark job no longer reports the known false no-gap: drop KNOWN_SPARK_ONLY"
-    got.remove(KNOWN_SPARK_ONLY)
     assert expected, "the samples hold findings of covered invariants: a comparison of nothing proves nothing"
     assert set(CRAFTED) <= {k[1] for k in expected}, "every crafted rule is broken somewhere"
     pyspark_testing.assertDataFrameEqual(_frame(spark, got), _frame(spark, sorted(expected)))
+    assert delivery.totals["handoffs_with_duplicates"] and len(delivery.by_cause) >= 4, "handoffs are compared on something"
+    delivery.assert_equal(samples_mined)
 
 
-def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]]]:
-    """The checker's findings of covered invariants on the generated corpus, and its offset rules' notes per group."""
+def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery]:
+    """The checker's findings of covered invariants on the generated corpus, its offset rules' notes per group, and
+    its handoffs."""
     keys: list[tuple[Any, ...]] = []
     notes: dict[str, list[tuple[str, str]]] = {}
+    delivery = _Delivery()
     for index in range(GENERATED.groups):
         events, _ = corpus.simulate_group(GENERATED, index)
         group = corpus.group_name(index)
         report = check_events(events, CheckConfig(max_findings=1_000_000), label=f"{group}.jsonl")
         keys += [_key(f, f["group"]) for f in report["findings"] if f["invariant"] in mine.COVERED]
         notes[group] = _partial_notes(report["unchecked"])
-    return sorted(keys), notes
+        delivery.add(report["delivery"])
+    return sorted(keys), notes, delivery
 
 
 def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any, generated_corpus: Path,
@@ -107,12 +139,14 @@ def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any
     truth = corpus.read_truth(generated_corpus)
     assert truth is not None
     assert {t["mutant"] for t in truth["truth"].values()} - {None} == set(GENERATED.mutants)
-    expected, notes = _checker_generated()
+    expected, notes, delivery = _checker_generated()
     assert any(k[2] == "violation" for k in expected), "the mutants make violations the checker sees"
     assert {"no-gap", "committed-not-ahead", "static-rejoin"} <= {k[1] for k in expected}
     for group, checker_notes in notes.items():
         assert _spark_notes(generated_mined, group) == checker_notes, group
     pyspark_testing.assertDataFrameEqual(_frame(spark, _spark_keys(generated_mined)), _frame(spark, expected))
+    assert delivery.totals["handoffs_with_duplicates"], "handoffs are compared on something"
+    delivery.assert_equal(generated_mined)
 
 
 def test_recall_and_precision_against_truth(generated_corpus: Path, generated_mined: dict[str, Any]) -> None:
