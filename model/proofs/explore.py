@@ -475,10 +475,13 @@ def _converse(nodes: Mapping[sy.SystemState, _Node], mutants: frozenset[str], ti
         ks, _ = own[state]
         va = valuation(state, node.tracker, u.ks, u.ps, u.insts, u.gens)
         # a stalled consumer's application thread is stopped: its poll() steps wait for the stall's end; it
-        # reads its answers only while a thread of it reads the socket (the heartbeat thread once joined,
-        # ``mb.can_receive``); a frozen one reads nothing and cannot close() either
+        # reads its answers only while a thread of it reads the socket -- the heartbeat thread once joined
+        # (AbstractCoordinator.HeartbeatThread.run polls the client unless hasNotJoinedGroup() or failed),
+        # stated here from Kafka, not read from the model's mb.can_receive; a frozen one reads nothing and
+        # cannot close() either
         stalled = frozenset(m.conn for m in sy.running(state) if m.stalled)
-        deaf = frozenset(m.conn for m in sy.running(state) if not mb.can_receive(m))
+        deaf = frozenset(m.conn for m in sy.running(state)
+                         if m.frozen or m.fatal is not None or (m.stalled and not m.heartbeat_thread_enabled))
         frozen = frozenset(m.conn for m in sy.running(state) if m.frozen)
         # requests the executable model cannot deliver now: muted connections, and all of them while a
         # coordinator timer is due (the model fires due timers first; the encoding interleaves freely)

@@ -169,6 +169,15 @@ def _thaw_timers_restarted(mp: Any) -> None:
     mp.setattr(mb, "thaw", thaw)
 
 
+def _stalled_consumer_deaf(mp: Any) -> None:
+    """A stalled consumer reads nothing from its socket (``can_receive`` forgets that the heartbeat thread
+    reads it too while the application thread is stopped): a SyncGroup or OffsetCommit answer waits for
+    the stall's end."""
+    def can_receive(m: Any) -> bool:
+        return m.fatal is None and not m.frozen and not m.stalled
+    mp.setattr(mb, "can_receive", can_receive)
+
+
 BUGS: dict[str, Callable[[Any], None]] = {
     "sync-before-store": _sync_before_store,
     "eager-keeps-partitions": _eager_keeps_partitions,
@@ -182,6 +191,7 @@ BUGS: dict[str, Callable[[Any], None]] = {
     "committed-offset-ignored": _committed_offset_ignored,
     "frozen-heartbeats": _frozen_heartbeats,
     "thaw-timers-restarted": _thaw_timers_restarted,
+    "stalled-consumer-deaf": _stalled_consumer_deaf,
 }
 
 

@@ -68,6 +68,9 @@ CAUGHT_BY: dict[str, tuple[str, Callable[[], str]]] = {
     "frozen-heartbeats": ("process is frozen, yet its state changed", lambda: " ".join(
         f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", kind="freeze", members=2, group="range",
                                                  tie=False))),
+    "stalled-consumer-deaf": ("converse: the encoding allows receive-", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", kind="stall", members=2, group="range",
+                                                 tie=True, converse=True))),
     "thaw-timers-restarted": ("thaw changed more than that it is frozen", lambda: " ".join(
         f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", kind="freeze", members=2, group="range",
                                                  tie=False))),
