@@ -8,16 +8,19 @@ module checks it *exhaustively at stated bounds*:
 * every reachable state of ``model.system`` is enumerated breadth first, states deduplicated, over every
   interleaving of the enabled system actions (deliveries in any order across connections, polls,
   heartbeats, timers, the clock moving to its next deadline) and every placement of up to ``faults``
-  faults -- a consumer starting, crashing, leaving; in the stall case also stalling (``MemberStalls``);
+  faults -- a consumer starting, crashing, leaving; in the stall case also stalling (``MemberStalls``); in
+  the freeze case its whole process stopping (``MemberFreezes``, thawed by the model at its deadline);
   in the delivery case a producer appending records -- for every member count up to ``members``, from
   the empty group and (``Bounds.settled_roots``) from the settled groups of fewer consumers;
 * in every reachable state and on every transition the catalogue's invariants are checked on the
   concrete state (``model.invariants.protocol``: single-owner, generation-monotonic, eager-revoke-all,
-  commit fencing), and a coordinator timer that fires must change something;
+  commit fencing), a coordinator timer that fires must change something, and a frozen process must not
+  change until its thaw (:func:`frozen_findings`);
 * forward tie: every transition is checked against the encoding's transition relation through the
   abstraction function (``model.proofs.replay.check_step``), the micro-step forced by the coordinator's
   answer where the answer decides it. Transitions with the same pair of abstractions and the same
-  candidate shapes are one Z3 query (cached); ``unknown`` fails;
+  candidate shapes are one Z3 query (cached); ``unknown`` fails; a client-side disconnect with group
+  traffic in flight is counted and not checked (:func:`cut`);
 * converse tie (``converse=True``): at every expanded state, every micro-step the encoding allows from
   the abstraction is taken by some transition of the model from that state or a stutter successor,
   outside the stated over-approximations (``_converse``);
@@ -683,7 +686,12 @@ def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
                                  "stalled_consumers_skipped": sum(c.deferred for c in cv),
                                  "over_approximations": sorted(rp.OVER_APPROXIMATIONS) + [
                                      "coordinator steps on a muted connection or while a timer is due",
-                                     "a rejoin started by a consumer that has none pending"]}
+                                     "a rejoin started by a consumer that has none pending",
+                                     "poll() steps of a stalled consumer (the model's once its stall ends)",
+                                     "answers to a consumer no thread of which reads its socket (stalled "
+                                     "before it joined, or frozen)",
+                                     "close() of a frozen process"]}
+        facts["disconnects_not_checked"] = sum(r.cut for r in results.values())
     ok = prover.status.value == "proved"
     text = (f"{states} reachable states, {transitions} transitions of the executable model, "
             + ("every one a step of the encoding" if tie else "no invariant broken") if ok else
@@ -695,11 +703,13 @@ def _run(cfg: RunConfig, defaults: Mapping[str, int], tie: bool) -> Outcome:
     id="model-explore-invariants", invariant="single-owner", scope="bounded",
     statement="the executable model itself (model.system), explored exhaustively at the bounds: from the empty "
               "group, every interleaving of deliveries, polls, heartbeats, timers and the clock, with up to the "
-              "stated number of faults (a consumer starting, crashing or leaving) anywhere, for an eager (range) and "
-              "a cooperative (cooperative-sticky) group: in every reachable state no partition has two counted "
-              "owners, and on every transition generations only go up (or reset), an eager consumer owns nothing "
-              "when it sends JoinGroup, the coordinator accepts commits only from its generation, and a "
-              "coordinator timer that fires changes something",
+              "stated number of faults (a consumer starting, crashing or leaving; in the stall case stalling; in "
+              "the freeze case its whole process stopped within or past its session) anywhere, for an eager "
+              "(range) and a cooperative (cooperative-sticky) group: in every reachable state no partition has two "
+              "counted owners, and on every transition generations only go up (or reset), an eager consumer owns "
+              "nothing when it sends JoinGroup, the coordinator accepts commits only from its generation, a "
+              "coordinator timer that fires changes something, and a frozen process changes in nothing until its "
+              "thaw, which changes only that it is frozen (its timers are deadlines that see the elapsed time)",
     source="model.system.enabled / step; model.invariants.protocol (single_owner, generation_monotonic, "
            "eager_revoke_all, commits_fenced)",
     assumptions=("fifo-per-connection", "one-coordinator", "no-commits"),
