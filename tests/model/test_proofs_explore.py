@@ -26,6 +26,20 @@ def test_the_correct_model_breaks_nothing_in_every_reachable_state() -> None:
     assert r.states > 1000 and r.transitions > r.states  # both consumers start, rebalance, crash or leave
 
 
+@pytest.mark.slow
+def test_frozen_consumers_are_reached_within_and_past_the_session_and_keep_every_invariant_and_the_tie() -> None:
+    """The freeze case at its default bounds, on the correct model: consumers thaw within and past their
+    session, the client's own session timer runs out at the thaw (it drops its connection), and nothing is
+    found -- neither by the invariants and the frozen process's frame nor by the forward tie, which leaves
+    only the client-side disconnects with group traffic in flight unchecked (counted)."""
+    for ob_id, tie in (("model-explore-invariants", False), ("model-explore-tie", True)):
+        (g, b), = [(g, b) for _, g, b in ex.cases(reg.get(ob_id).bounds) if b.freezes and g == ("range",)]
+        r = ex.explore(g, b, tie=tie)
+        assert r.exhausted and r.findings == [], r.findings[:1]
+        assert min(r.thaws_within, r.thaws_past, r.disconnects) > 0
+        assert r.cut < r.disconnects and (r.cut == 0 or tie)
+
+
 def _kind(b: ex.Bounds) -> str:
     return "freeze" if b.freezes else "stall" if b.stalls else "fresh"
 
