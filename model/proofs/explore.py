@@ -605,7 +605,7 @@ _DEEP_FIRST = {"converse_freeze": 1, "stall_groups": len(GROUPS), "freeze_groups
 
 def _deepen(b: Any) -> dict[str, int]:
     if any(b.get(k) != v for k, v in _DEEP_FIRST.items()):
-        return {**b, **_DEEP_FIRST}
+        return {**b, **_DEEP_FIRST, "max_states": b["max_states"] * 2}  # the roots of every consumer add states
     return {**b, "members": b["members"] + (1 if b["members"] < 3 else 0), "partitions": b["partitions"] + 1,
             "faults": b["faults"] + 1, "depth": b["depth"] + 10, "max_states": b["max_states"] * 4,
             "stall_members": b["stall_members"] + (1 if b["stall_members"] < 3 else 0),
