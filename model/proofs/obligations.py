@@ -90,11 +90,11 @@ ASSUMPTIONS: dict[str, Assumption] = {
 #: shows this in every row; an obligation with no tie to the executable model says so.
 _TIED_PROTOCOL = ("encoding (unbounded); tied to the executable model exhaustively at model-explore-tie's bounds, "
                   "both directions (every model step is an encoding step; every encoding step outside the stated "
-                  "over-approximations is a model step, at the fresh cases' states), on model-explore-invariants' "
+                  "over-approximations is a model step, at the fresh and stall cases' states), on model-explore-invariants' "
                   "bounds for its catalogue form, and on sampled runs by replay-tie")
 _TIED_DELIVERY = ("encoding (unbounded); tied to the executable model exhaustively at model-explore-delivery's bounds "
-                  "(one direction: every model step is a sequence of delivery steps; 1-2 consumers, one partition, "
-                  "auto-commit/latest and commitSync/earliest) and on the 12 seeded runs of delivery-tie (every "
+                  "(one direction: every model step is a sequence of delivery steps; 1-2 consumers, two partitions, "
+                  "auto-commit/latest and commitSync/earliest; two more policies in --deep) and on the 12 seeded runs of delivery-tie (every "
                   "commit policy, async processing, coordinator moves)")
 ABOUT: dict[str, str] = {
     **{i: "both: the Z3 encoding of the assignor's loop, and the executable assignor (model.assignors) run on "
@@ -118,7 +118,7 @@ ABOUT: dict[str, str] = {
     "replay-converse": "both, sampled: symbolic successors of sampled concrete states realised by the executable model",
     "model-explore-invariants": "the executable model (model.system), every reachable state at the stated bounds",
     "model-explore-tie": "both, exhaustive at the stated bounds: every reachable transition of the executable model "
-                         "checked against the encoding's relation, and at every explored state of the fresh cases "
+                         "checked against the encoding's relation, and at every explored state of the fresh and stall cases "
                          "the converse (every micro-step the encoding allows, outside the stated over-approximations, "
                          "is taken by the model)",
     "model-explore-delivery": "both, exhaustive at the stated bounds: every reachable transition of the executable "

@@ -37,6 +37,8 @@ from model.classic import member as mb
 from model.messages import (
     NO_GENERATION,
     Errors,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -133,7 +135,7 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
     if isinstance(action, sy.DeliverRequest):
         req = before.network.head_request(action.conn)
         k = action.conn
-        if isinstance(req, HeartbeatRequest):
+        if isinstance(req, HeartbeatRequest | FindCoordinatorRequest):  # coordinator discovery is not symbolic
             return [[]]
         first = {JoinGroupRequest: ("coordinator-join-new-dynamic", "coordinator-join-member",
                                     "coordinator-join-current", "coordinator-join-rejected",
@@ -148,7 +150,7 @@ def shapes(before: sy.SystemState, action: sy.Action, after: sy.SystemState) -> 
         if isinstance(rsp, HeartbeatResponse):
             resets: Shape = [(("heartbeat-illegal-generation", "heartbeat-unknown-member"), k)]
             return [resets] if forced(before, action) else [[], resets]
-        if isinstance(rsp, LeaveGroupResponse):
+        if isinstance(rsp, LeaveGroupResponse | FindCoordinatorResponse):
             return [[]]
         kinds = {JoinGroupResponse: ("receive-join-ok", "receive-join-error"),
                  SyncGroupResponse: ("receive-sync-ok", "receive-sync-error"),

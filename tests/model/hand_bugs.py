@@ -8,10 +8,12 @@ has the table of which obligations catch which, and tests/model/test_proofs_expl
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from model import consumption as cs
+from model import system as sy
 from model.classic import coordinator as _co_pkg
 from model.classic import member as mb
 from model.classic.coordinator import rebalance, requests, timers
@@ -133,6 +135,49 @@ def _committed_offset_ignored(mp: Any) -> None:
     mp.setattr(cs, "on_offsets_fetched", on_offsets_fetched)
 
 
+def _frozen_heartbeats(mp: Any) -> None:
+    """The heartbeat thread of a frozen process goes on (the frozen check placed after the heartbeat's in
+    ``urgent_actions``, and ``heartbeat_deadline`` not asking): a SIGSTOPped consumer keeps its session alive."""
+    deadline = mb.heartbeat_deadline
+    urgent = sy.urgent_actions
+
+    def heartbeat_deadline(m: Any) -> Any:
+        return deadline(dataclasses.replace(m, frozen_until=None))
+
+    def urgent_actions(state: Any) -> Any:
+        actions = urgent(state)
+        for _, p in state.processes:
+            m = p.member
+            if m is not None and m.frozen:
+                due = heartbeat_deadline(m)
+                if due is not None and due <= state.now:
+                    actions.append(sy.HeartbeatThreadRuns(m.name))
+        return actions
+    mp.setattr(mb, "heartbeat_deadline", heartbeat_deadline)
+    mp.setattr(sy, "urgent_actions", urgent_actions)
+
+
+def _thaw_timers_restarted(mp: Any) -> None:
+    """The thaw restarts the consumer's timers from the moment it runs again, as if no time had passed
+    (a heartbeat answer just received, a poll just made): a consumer frozen past its session does not
+    find its session timer expired, nor its poll timer."""
+    original = mb.thaw
+
+    def thaw(m: Any, now: int) -> Any:
+        m = original(m, now)
+        return mstate._with(m, session_due=now + m.config.session_timeout_ms, heartbeat_due=now, last_poll=now)
+    mp.setattr(mb, "thaw", thaw)
+
+
+def _stalled_consumer_deaf(mp: Any) -> None:
+    """A stalled consumer reads nothing from its socket (``can_receive`` forgets that the heartbeat thread
+    reads it too while the application thread is stopped): a SyncGroup or OffsetCommit answer waits for
+    the stall's end."""
+    def can_receive(m: Any) -> bool:
+        return m.fatal is None and not m.frozen and not m.stalled
+    mp.setattr(mb, "can_receive", can_receive)
+
+
 BUGS: dict[str, Callable[[Any], None]] = {
     "sync-before-store": _sync_before_store,
     "eager-keeps-partitions": _eager_keeps_partitions,
@@ -144,6 +189,9 @@ BUGS: dict[str, Callable[[Any], None]] = {
     "heartbeat-rebalance-ignored": _heartbeat_rebalance_ignored,
     "failed-join-not-retried": _failed_join_not_retried,
     "committed-offset-ignored": _committed_offset_ignored,
+    "frozen-heartbeats": _frozen_heartbeats,
+    "thaw-timers-restarted": _thaw_timers_restarted,
+    "stalled-consumer-deaf": _stalled_consumer_deaf,
 }
 
 

@@ -26,12 +26,30 @@ def test_the_correct_model_breaks_nothing_in_every_reachable_state() -> None:
     assert r.states > 1000 and r.transitions > r.states  # both consumers start, rebalance, crash or leave
 
 
-def _explored(ob_id: str, *, stall: bool, members: int, group: str, tie: bool, converse: bool = False
+@pytest.mark.slow
+def test_frozen_consumers_are_reached_within_and_past_the_session_and_keep_every_invariant_and_the_tie() -> None:
+    """The freeze case at its default bounds, on the correct model: consumers thaw within and past their
+    session, the client's own session timer runs out at the thaw (it drops its connection), and nothing is
+    found -- neither by the invariants and the frozen process's frame nor by the forward tie, which leaves
+    only the client-side disconnects with group traffic in flight unchecked (counted)."""
+    for ob_id, tie in (("model-explore-invariants", False), ("model-explore-tie", True)):
+        (g, b), = [(g, b) for _, g, b in ex.cases(reg.get(ob_id).bounds) if b.freezes and g == ("range",)]
+        r = ex.explore(g, b, tie=tie)
+        assert r.exhausted and r.findings == [], r.findings[:1]
+        assert min(r.thaws_within, r.thaws_past, r.disconnects) > 0
+        assert r.cut < r.disconnects and (r.cut == 0 or tie)
+
+
+def _kind(b: ex.Bounds) -> str:
+    return "freeze" if b.freezes else "stall" if b.stalls else "fresh"
+
+
+def _explored(ob_id: str, *, kind: str, members: int, group: str, tie: bool, converse: bool = False
               ) -> list[ex.Finding]:
-    """One case of an obligation's exploration at its *default* bounds (``ex.cases``), as the default
-    ``groupspec prove`` runs it: the findings (at most one)."""
+    """One case (``fresh``, ``stall`` or ``freeze``) of an obligation's exploration at its *default* bounds
+    (``ex.cases``), as the default ``groupspec prove`` runs it: the findings (at most one)."""
     picked = [(g, b) for _, g, b in ex.cases(reg.get(ob_id).bounds)
-              if b.settled_roots == stall and b.members == members and g[0] == group]
+              if _kind(b) == kind and b.members == members and g[0] == group]
     assert len(picked) == 1
     g, b = picked[0]
     return ex.explore(g, b, tie=tie, converse=converse, stop_after=1).findings
@@ -49,18 +67,27 @@ CAUGHT_BY: dict[str, tuple[str, Callable[[], str]]] = {
     "sync-before-store": ("invariant: single-owner", lambda: _failed("model-explore-invariants")),
     "eager-keeps-partitions": ("invariant: eager-revoke-all", lambda: _failed("model-explore-invariants")),
     "generation-not-bumped": ("single-owner", lambda: " ".join(
-        f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", stall=True, members=2, group="range",
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", kind="stall", members=2, group="range",
                                                  tie=False))),
     "heartbeat-illegal-generation-kept": ("HeartbeatResponse", lambda: " ".join(
-        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", stall=True, members=2, group="range",
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", kind="stall", members=2, group="range",
                                                  tie=True))),
     "leave-ignored": ("tie:", lambda: " ".join(
-        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", stall=False, members=2, group="range",
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", kind="fresh", members=2, group="range",
                                                  tie=True))),
     "failed-join-not-retried": ("converse: the encoding allows poll-failed-join", lambda: " ".join(
-        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", stall=False, members=1, group="range",
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", kind="fresh", members=1, group="range",
                                                  tie=True, converse=True))),
     "committed-offset-ignored": ("receives OffsetFetchResponse", lambda: _failed("model-explore-delivery")),
+    "frozen-heartbeats": ("process is frozen, yet its state changed", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", kind="freeze", members=2, group="range",
+                                                 tie=False))),
+    "stalled-consumer-deaf": ("converse: the encoding allows receive-", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-tie", kind="stall", members=2, group="range",
+                                                 tie=True, converse=True))),
+    "thaw-timers-restarted": ("thaw changed more than that it is frozen", lambda: " ".join(
+        f"{f.kind}: {f.what}" for f in _explored("model-explore-invariants", kind="freeze", members=2, group="range",
+                                                 tie=False))),
     "expired-member-kept": ("", lambda: _failed("converges-after-change")),
     "cooperative-keeps-revoked": ("", lambda: _failed("converges-after-change")),
     "heartbeat-rebalance-ignored": ("", lambda: _failed("converges-after-change")),
