@@ -117,8 +117,10 @@ def _jvm_cpu_s(spark: Any) -> float:
 def _jvm_threads_cpu(spark: Any) -> dict[str, float]:
     """The driver JVM's CPU seconds so far by kind of thread (``/proc/PID/task/*``): Spark's task threads
     (the data work), the JIT compilers, the garbage collector, and the rest (the driver: analysis, planning
-    and code generation on the py4j threads, the scheduler)."""
-    kinds = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "driver_other": 0.0}
+    and code generation on the py4j threads, the scheduler). Task threads are pooled and end after a minute
+    idle, taking their count with them: ``ended_threads`` is the process's total less the live threads'
+    (almost all of it task threads)."""
+    kinds = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "driver_other": 0.0, "ended_threads": 0.0}
     tick = os.sysconf("SC_CLK_TCK")
     for task in Path(f"/proc/{_jvm_pid(spark)}/task").iterdir():
         try:
@@ -130,6 +132,8 @@ def _jvm_threads_cpu(spark: Any) -> dict[str, float]:
         kind = ("tasks" if comm.startswith("Executor task") else "jit" if "Compiler" in comm
                 else "gc" if comm.startswith(("G1 ", "GC ")) else "driver_other")
         kinds[kind] += cpu
+    fields = Path(f"/proc/{_jvm_pid(spark)}/stat").read_text().rsplit(")", 1)[1].split()
+    kinds["ended_threads"] = max(0.0, (int(fields[11]) + int(fields[12])) / tick - sum(kinds.values()))
     return {k: round(v, 1) for k, v in kinds.items()}
 
 
