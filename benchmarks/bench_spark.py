@@ -44,10 +44,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _layout_tag() -> str:
+    """A short hash of the corpus schema: a pool or corpus kept in ``--work`` from an older layout (a column
+    fewer) is not reused, it is rebuilt under a new name."""
+    import hashlib
+
+    from spark_analysis.layout import SCHEMA
+
+    return hashlib.sha1(str(SCHEMA).encode()).hexdigest()[:8]
+
+
 def pool(work: Path, groups: int) -> Path:
     from spark_analysis import corpus
 
-    out = work / f"pool-{groups}"
+    out = work / f"pool-{groups}-{_layout_tag()}"
     if not (out / "truth.json").exists():
         spec = corpus.CorpusSpec(groups=groups, seed=11, mutant_fraction=0.3,
                                  mutants=tuple(sorted(__import__("model.mutants", fromlist=["MUTANTS"]).MUTANTS)))
@@ -65,7 +75,7 @@ def replicate(pool_dir: Path, work: Path, events: int) -> tuple[Path, int, int]:
 
     info = json.loads((pool_dir / "input.json").read_text())
     copies = max(1, math.ceil(events / info["events"]))
-    out = work / f"corpus-{events}"
+    out = work / f"corpus-{events}-{pool_dir.name}"
     done = out / "done.json"
     if done.exists():
         d = json.loads(done.read_text())
@@ -102,6 +112,29 @@ def _jvm_cpu_s(spark: Any) -> float:
     time is what the job itself cost."""
     fields = Path(f"/proc/{_jvm_pid(spark)}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _jvm_threads_cpu(spark: Any) -> dict[str, float]:
+    """The driver JVM's CPU seconds so far by kind of thread (``/proc/PID/task/*``): Spark's task threads
+    (the data work), the JIT compilers, the garbage collector, and the rest (the driver: analysis, planning
+    and code generation on the py4j threads, the scheduler). Task threads are pooled and end after a minute
+    idle, taking their count with them: ``ended_threads`` is the process's total less the live threads'
+    (almost all of it task threads)."""
+    kinds = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "driver_other": 0.0, "ended_threads": 0.0}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{_jvm_pid(spark)}/task").iterdir():
+        try:
+            comm = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        kind = ("tasks" if comm.startswith("Executor task") else "jit" if "Compiler" in comm
+                else "gc" if comm.startswith(("G1 ", "GC ")) else "driver_other")
+        kinds[kind] += cpu
+    fields = Path(f"/proc/{_jvm_pid(spark)}/stat").read_text().rsplit(")", 1)[1].split()
+    kinds["ended_threads"] = max(0.0, (int(fields[11]) + int(fields[12])) / tick - sum(kinds.values()))
+    return {k: round(v, 1) for k, v in kinds.items()}
 
 
 def _dir_name(master: str) -> str:
@@ -143,6 +176,8 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool) -> dict[str
                       "shuffles": report["spark"]["shuffles"]}
         result["seconds"] = round(time.monotonic() - started, 2)
         result["jvm_cpu_s"] = round(_jvm_cpu_s(spark) - cpu_start, 1)
+        # where that CPU went (since the JVM started; the session's start-up is a second or two of it)
+        result["jvm_cpu_by_thread_s"] = _jvm_threads_cpu(spark)
         result["driver_jvm_peak_mb"] = _jvm_peak_mb(spark)
         result["spark_version"] = spark.version
         result["load_1min"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]

@@ -90,12 +90,13 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(inv.stale_commits(rows))
              .unionByName(inv.generation_down(rows))
              .unionByName(inv.eager_not_revoked(rows, iv)))
-    off = dl.offsets(rows)
+    off = keep(dl.offsets(rows))  # read by three rules, no-gap's four branches, the handoffs and the unchecked counts
     gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events))
+    first_polls = keep(first_polls)  # the handoffs and the unchecked counts read it after the findings
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
-    return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), rb.pauses(rows),
+    return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),
                 rb.moves(rows), dl.unchecked_counts(first_polls, off), cached,
                 handoffs=hd.handoffs(off, iv, rows, first_polls))
 
