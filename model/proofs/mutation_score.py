@@ -25,7 +25,8 @@ EQUIVALENT_FILE = Path(__file__).with_name("mutation_equivalent.json")
 READS_MODEL_CODE = frozenset({
     "model-explore-invariants", "model-explore-tie", "converges-after-change", "replay-tie", "replay-converse",
     "delivery-tie", "range-balance", "range-exact-cover", "roundrobin-balance", "sticky-claims-single-owner",
-    "sticky-quota", "coop-withhold", "stickiness-optimum",
+    "sticky-quota", "coop-withhold", "stickiness-optimum", "model-explore-delivery", "model-coordinator-contracts",
+    "model-member-contracts",
 })
 
 

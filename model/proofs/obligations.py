@@ -123,6 +123,9 @@ ABOUT: dict[str, str] = {
                          "is taken by the model)",
     "model-explore-delivery": "both, exhaustive at the stated bounds: every reachable transition of the executable "
                               "model with records checked against the delivery encoding",
+    **{i: "the executable model's transition functions (model.classic.coordinator / member) against Kafka's "
+          "answers, at every distinct state seeded runs reach (model.proofs.contracts); not the encoding"
+       for i in ("model-coordinator-contracts", "model-member-contracts")},
 }
 
 
@@ -131,10 +134,10 @@ def about(obligation_id: str) -> str:
 
 
 def _collect() -> tuple[Obligation, ...]:
-    from model.proofs import assignors, bmc, certificate, delivery, explore, protocol, replay
+    from model.proofs import assignors, bmc, certificate, contracts, delivery, explore, protocol, replay
 
     return (*assignors.OBLIGATIONS, certificate.stickiness_optimum, *protocol.OBLIGATIONS, *delivery.OBLIGATIONS,
-            *bmc.OBLIGATIONS, *replay.OBLIGATIONS, *explore.OBLIGATIONS)
+            *bmc.OBLIGATIONS, *replay.OBLIGATIONS, *explore.OBLIGATIONS, *contracts.OBLIGATIONS)
 
 
 OBLIGATIONS: tuple[Obligation, ...] = _collect()

@@ -36,3 +36,32 @@ def test_the_coordinator_takes_any_rebalance_timeout_of_at_least_one_ms() -> Non
     assert member(h.group, member_id) is not None
     with pytest.raises(ModelPreconditionError):
         Harness().join("b#1", rebalance=0)
+
+
+def test_every_action_is_described_as_what_it_does() -> None:
+    """``describe`` is the line a user reads for each step: in the proof report's counterexample paths
+    (``model.proofs.explore``), in the tie's divergences and in ``groupspec simulate``'s skipped steps. The
+    mutant ``model/system.py:823:AddNot#78`` described every action after MemberResumes as "resumes polling"
+    (or raised), and no test read the lines."""
+    config = sy.SystemConfig()
+    state = sy.initial_state(config, [("t", 3)])
+    lines = {
+        sy.MemberPolls("a"): "a polls",
+        sy.HeartbeatThreadRuns("a"): "a's heartbeat thread runs",
+        sy.MemberResumes("a"): "a resumes polling",
+        sy.MemberThaws("a"): "a's process runs again (SIGCONT)",
+        sy.MemberFreezes("a", 4000): "a's whole process stops for 4000 ms (SIGSTOP)",
+        sy.CoordinatorTimerFires(): "a coordinator timer fires",
+        sy.ClockAdvances(7000): "clock advances to 7000 ms",
+        sy.MemberStarts("a", ("t",), ("range",), "a-i"): "a starts as static a-i, assignors ['range'], topics ['t']",
+        sy.MemberStalls("a", 5000): "a stalls for 5000 ms",
+        sy.MemberSubscribes("a", ("t", "u")): "a subscribes to ['t', 'u']",
+        sy.PartitionsAdded("t", 5): "topic t grows to 5 partitions",
+        sy.RecordsProduced("t", 3, partition=1): "producers append 3 records to partition 1 of t",
+        sy.RecordsProduced("t", 3): "producers append 3 records to each partition of t",
+        sy.CoordinatorElected(): "a new coordinator is elected and loads the group",
+        sy.MemberCrashes("a"): "a crashes",
+        sy.MemberRestarts("a"): "a restarts",
+        sy.MemberLeaves("a"): "a leaves (close)",
+    }
+    assert {action: sy.describe(state, action) for action in lines} == lines
