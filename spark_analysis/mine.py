@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_analysis import converges as cv
 from spark_analysis import delivery as dl
 from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
@@ -34,10 +35,9 @@ from traces.delivery import handoff_notes
 
 COVERED = ("single-owner", "zombie-overlap", "revoke-before-assign", "consume-owned-only", "commit-owned-only",
            "eager-revoke-all", "generation-monotonic", "monotonic-consumption", "committed-not-ahead", "no-gap",
-           "subscribed-only", "revoke-only-moved", "static-rejoin")
+           "subscribed-only", "revoke-only-moved", "static-rejoin", "converges")
 MEASURED = ("handoff-duplicates",)  # a measure, not a finding: the report's "delivery" section
 NOT_COVERED = {
-    "converges": "coordinator-side; not yet in the Spark job (the checker's rebalance streaks and SyncGroup races)",
     **NOT_IN_TRACES,  # the stuck-group invariants (issue 17): the checker does not judge them from a trace either
 }
 
@@ -96,8 +96,10 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
+    converged, converges_unchecked = cv.converges(events, config.default_protocol, keep)
+    found = found.unionByName(converged)
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),
-                rb.moves(rows), dl.unchecked_counts(first_polls, off), cached,
+                rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked), cached,
                 handoffs=hd.handoffs(off, iv, rows, first_polls))
 
 
@@ -214,7 +216,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "covered": list(COVERED),
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
         "measured": list(MEASURED),
-        "unchecked": dl.unchecked(unchecked_rows) + (
+        "unchecked": dl.unchecked(unchecked_rows) + cv.unchecked(unchecked_rows) + (
             handoff_notes(delivery["handoffs"], delivery["handoffs_unmeasured"]) if delivery is not None else []),
         "delivery": delivery,
         "unchecked_per_group": unchecked_rows,

@@ -73,7 +73,7 @@ from typing import Any
 
 from model import events as ev_names
 from model.invariants.catalogue import CATALOGUE
-from traces.coordinator_checks import CoordinatorChecks, _text
+from traces.coordinator_checks import CoordinatorChecks, _text, converges_notes
 from traces.delivery import DeliveryChecks
 from traces.readers import JSONL_FORMATS
 from traces.readers.jsonl import parser_keys
@@ -995,16 +995,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             why = "needs the coordinator's view: a broker server.log or coordinator_* events"
             note("converges", why)
             note("static-rejoin", why)
-        elif any(gs.kip848_rebalances for gs in self.groups.values()):
-            note("converges", "KIP-848 (consumer protocol) groups were not checked: the catalogue's bound is for "
-                              "the classic protocol", partial=True)
-        if self.converges_unjudged:
-            note("converges", f"{self.converges_unjudged} run(s) of rebalances longer than the bound were not judged: "
-                              f"each generation whose SyncGroup answer a member got late or never (a stalled member, "
-                              f"a SyncGroup that lost the race with a JoinGroup) allows one more, and a broker's "
-                              f"server.log names neither a generation's members nor their answers (add the members' "
-                              f"Java client logs, whose 'Successfully synced group' lines say who got one)",
-                 partial=True)
+        out.extend(converges_notes(self.saw["coordinator"] > 0 and any(gs.kip848_rebalances for gs in self.groups.values()),
+                                   self.converges_unjudged))
         # Stuck or thrashing groups (issue 17): not judged from a trace (NOT_IN_TRACES says why)
         for invariant, reason in NOT_IN_TRACES.items():
             note(invariant, reason)

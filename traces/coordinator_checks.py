@@ -39,6 +39,27 @@ _MEMBERSHIP_REASON = re.compile(
 )
 _PROTOCOL_CHANGE_REASON = re.compile(r"selectedprotocol will change|change of protocol", re.IGNORECASE)
 
+# The words of converges' "unchecked" notes, here once: the checker (Checker.unchecked) and the Spark job
+# (spark_analysis.converges.unchecked) both report through converges_notes.
+CONVERGES_KIP848 = ("KIP-848 (consumer protocol) groups were not checked: the catalogue's bound is for the classic "
+                    "protocol")
+CONVERGES_UNJUDGED = ("{n} run(s) of rebalances longer than the bound were not judged: each generation whose "
+                      "SyncGroup answer a member got late or never (a stalled member, a SyncGroup that lost the race "
+                      "with a JoinGroup) allows one more, and a broker's server.log names neither a generation's "
+                      "members nor their answers (add the members' Java client logs, whose 'Successfully synced "
+                      "group' lines say who got one)")
+
+
+def converges_notes(kip848: bool, unjudged: int) -> list[dict[str, Any]]:
+    """converges' partial notes: KIP-848 rebalances seen (not judged), streaks beyond the bound not judged."""
+    out = []
+    if kip848:
+        out.append({"invariant": "converges", "reason": CONVERGES_KIP848, "partial": True})
+    if unjudged:
+        out.append({"invariant": "converges", "reason": CONVERGES_UNJUDGED.format(n=unjudged), "partial": True})
+    return out
+
+
 
 class CoordinatorChecks(CheckerParts):
     """The handlers of ``coordinator_*`` events (mixed into the checker)."""

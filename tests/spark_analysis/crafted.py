@@ -37,6 +37,83 @@ def _static(reason_after: str | None, stable_after: str | None = None) -> list[d
     return events
 
 
+REJOIN = "Leader m-1 re-joining group during Stable; client reason: need to revoke partitions and re-join"
+JOINED = "Adding new member m-9 with group instance id None; client reason: need to re-join"
+
+
+def _rebalance(ts: int, reason: str = REJOIN, **fields: Any) -> dict[str, Any]:
+    return ev("coordinator_rebalance", ts, group="g", reason=reason, **fields)
+
+
+def _stable(ts: int, gen: int, members: list[str] | None = None, **fields: Any) -> dict[str, Any]:
+    more = {"members": members} if members is not None else {}
+    return ev("coordinator_stable", ts, group="g", generation=gen, state="Stable", **more, **fields)
+
+
+def _synced(ts: int, member_id: str, gen: int, **fields: Any) -> dict[str, Any]:
+    return ev("group_synced", ts, group="g", member_id=member_id, generation=gen, **fields)
+
+
+def _member(protocol: str, *events: dict[str, Any], start: int = 0) -> list[dict[str, Any]]:
+    return [_start(start, group="g", protocol=protocol), *events]
+
+
+# converges (CoordinatorChecks._coord_rebalance / _coord_stable): rebalances since the last membership change against
+# the protocol's bound; each set names what it exercises
+CONVERGES: dict[str, dict[str, list[dict[str, Any]]]] = {
+    # a rebalance for no membership change beyond the eager bound, confirmed by an unchanged stable generation
+    "converges-streak": {"c": [_stable(50, 1, ["a-1", "b-1"], assignor="range"), _rebalance(100, JOINED),
+                               _rebalance(200), _stable(300, 3, ["a-1", "b-1"])]},
+    # the streak reset by a removal, a member joining, the group going Empty, a coordinator load, and a membership
+    # reason: with none of them recognised each second rebalance would break the eager bound
+    "converges-resets": {"c": [
+        _stable(50, 1, ["a-1", "b-1"], assignor="range"), _rebalance(100, JOINED), _stable(150, 2, ["a-1", "b-1"]),
+        ev("coordinator_member_removed", 200, group="g", member_id="b-1", reason="session timeout"),
+        _rebalance(250), _stable(300, 3, ["a-1"]),
+        ev("coordinator_state", 350, group="g", state="Empty"), _rebalance(400), _stable(450, 4, ["a-1"]),
+        ev("coordinator_state", 500, group="g", detail="member-joined"), _rebalance(550), _stable(600, 5, ["a-1"]),
+        ev("coordinator_state", 650, group="g", detail="loaded"), _rebalance(700), _stable(750, 6, ["a-1"]),
+        _rebalance(800, "removing member b-1 on LeaveGroup"), _stable(850, 7, ["a-1"])]},
+    # a changed stable member set drops the streak's finding and starts over: only the second run is a violation
+    "converges-changed": {"c": [
+        _stable(50, 1, ["a-1"], assignor="range"), _rebalance(100, JOINED), _stable(150, 2, ["a-1"]),
+        _rebalance(200), _stable(250, 3, ["a-1", "b-1"]), _rebalance(300), _stable(350, 4, ["a-1", "b-1"])]},
+    # the same with counts only (a server.log): a changed count drops it; the unchanged count's streak is not judged
+    # (no member list, no SyncGroup answers: converges_unjudged)
+    "converges-unjudged": {"c": [
+        _stable(50, 1, member_count=1, assignor="range"), _rebalance(100, JOINED), _stable(150, 2, member_count=1),
+        _rebalance(200), _stable(250, 3, member_count=2), _rebalance(300), _stable(350, 4, member_count=2)]},
+    # SyncGroup races: b never reports generation 1's answer (one more allowed), two REBALANCE_IN_PROGRESS answers of
+    # generation 2 (one more, counted once): the fourth rebalance is beyond 1 + 2
+    "converges-sync-race": {
+        "c": [_stable(50, 1, ["a-1", "b-1"], assignor="range"), _rebalance(100, JOINED),
+              _stable(150, 1, ["a-1", "b-1"]), _rebalance(200), _rebalance(300), _rebalance(400),
+              _stable(500, 4, ["a-1", "b-1"])],
+        "a": _member("eager", _synced(160, "a-1", 1), _synced(250, "a-1", 2, error="REBALANCE_IN_PROGRESS")),
+        "b": _member("eager", _synced(260, "b-1", 2, error="REBALANCE_IN_PROGRESS")),
+    },
+    # no assignor at the coordinator: the members' protocols decide -- eager while only a is known (the second
+    # rebalance breaks it), cooperative once b is (the third of the next run does)
+    "converges-member-protocols": {
+        "c": [_rebalance(100, JOINED), _stable(150, 1, ["a-1"]), _rebalance(200), _stable(250, 2, ["a-1"]),
+              ev("coordinator_state", 300, group="g", detail="member-joined"), _rebalance(400),
+              _stable(450, 3, ["a-1", "b-1"]), _rebalance(500), _stable(550, 4, ["a-1", "b-1"]), _rebalance(600),
+              _stable(650, 5, ["a-1", "b-1"])],
+        "a": _member("eager", *[_synced(ts + 10, "a-1", gen) for gen, ts in enumerate((150, 250, 450, 550, 650), 1)]),
+        "b": _member("cooperative", *[_synced(ts + 20, "b-1", gen) for gen, ts in ((3, 450), (4, 550), (5, 650))],
+                     start=350),
+    },
+    # KIP-848 epochs (protocol consumer) are counted, never judged: an unchecked note, no finding
+    "converges-kip848": {"c": [_rebalance(100, JOINED, protocol="consumer"), _rebalance(200, protocol="consumer"),
+                               _rebalance(300, protocol="consumer"), _stable(400, 3, ["a-1"], assignor="uniform")]},
+    # the trace ends in a streak beyond the bound: confirmed at the end; and one a later race brings within it
+    "converges-end": {"c": [_stable(50, 1, ["a-1"], assignor="range"), _rebalance(100, JOINED), _rebalance(200)]},
+    "converges-end-race": {
+        "c": [_stable(50, 1, ["a-1"], assignor="range"), _rebalance(100, JOINED), _rebalance(200)],
+        "a": _member("eager", _synced(250, "a-1", 2, error="REBALANCE_IN_PROGRESS")),
+    },
+}
+
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "monotonic": {
         "skip": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 4), consumed(30, 0, 8, 9),
@@ -126,6 +203,7 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "static-rejoin-protocol-changed": {"c": _static(
         "Group's selectedProtocol will change because static member s1-b with instance id s1 joined", "roundrobin")},
     "static-rejoin-other": {"c": _static("Adding new member m3 with group instance id None; client reason: x")},
+    **CONVERGES,
 }
 
 

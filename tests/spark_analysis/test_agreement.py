@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from spark_analysis import converges as cv
 from spark_analysis import corpus, mine
 from spark_analysis import delivery as dl
 from tests.spark_analysis.conftest import GENERATED
@@ -46,7 +47,7 @@ def _spark_keys(report: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 # the rules the crafted sets (tests/spark_analysis/crafted.py) break, so that their comparison is never vacuous
 CRAFTED = ("monotonic-consumption", "committed-not-ahead", "no-gap", "subscribed-only", "revoke-only-moved",
-           "static-rejoin")
+           "static-rejoin", "converges")
 OFFSET_RULES = ("no-gap", "committed-not-ahead")
 # the measure handoff-duplicates (the report's "delivery" section), compared per handoff with duplicates, per
 # partition, and in total
@@ -99,10 +100,22 @@ def _spark_notes(mined: dict[str, Any], group_prefix: str) -> list[tuple[str, st
     return _partial_notes(dl.unchecked(rows))
 
 
+def _converges(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
+    """converges' findings with their message (it names the group: the Spark job's prefixed name) and evidence line."""
+    return sorted((group(f["group"]), f["window"][0], f["message"].replace(f"group {f['group']} ", f"group {group(f['group'])} ", 1),
+                   [e.rsplit(":", 1)[1] for e in f["evidence"]]) for f in findings if f["invariant"] == "converges")
+
+
+def _converges_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted((u["invariant"], u["reason"]) for u in notes if u["invariant"] == "converges" and u["partial"])
+
+
 def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets: dict[str, Path],
                                                         samples_mined: dict[str, Any]) -> None:
     expected: list[tuple[Any, ...]] = []
     delivery = _Delivery()
+    converges: list[tuple[Any, ...]] = []
+    converges_held = []
     for name, path in sample_sets.items():
         report = check_paths(path, max_findings=1_000_000)
         delivery.add(report["delivery"], lambda g, name=name: f"{name}/{g}")
@@ -110,28 +123,44 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         # what the offset rules could not judge, counted per reason as the checker counts it
         checker_notes = _partial_notes(report["unchecked"])
         assert _spark_notes(samples_mined, f"{name}/") == checker_notes, name
+        # converges: the message and the notes (KIP-848 groups, streaks a server.log alone cannot judge) too
+        found = _converges(report["findings"], lambda g, name=name: f"{name}/{g}")
+        converges += found
+        if report["opportunities"].get("converges") and not found and not _converges_notes(report["unchecked"]):
+            converges_held.append(name)
+        rows = [r for r in samples_mined["unchecked_per_group"] if r["group"].startswith(f"{name}/")]
+        assert _converges_notes(cv.unchecked(rows)) == _converges_notes(report["unchecked"]), name
     got = _spark_keys(samples_mined)
     assert expected, "the samples hold findings of covered invariants: a comparison of nothing proves nothing"
     assert set(CRAFTED) <= {k[1] for k in expected}, "every crafted rule is broken somewhere"
     pyspark_testing.assertDataFrameEqual(_frame(spark, got), _frame(spark, sorted(expected)))
+    assert _converges(samples_mined["violations"]) == sorted(converges)
+    assert any(not g.startswith("crafted-") for g, *_ in converges), "a real broker's trace breaks converges"
+    assert {"crafted-converges-resets", "kafka-4.1.1-java-eager"} <= set(converges_held), \
+        "converges is judged and holds on a crafted and a real trace set"
+    notes = [u["reason"] for u in samples_mined["unchecked"] if u["invariant"] == "converges"]
+    assert any(n.startswith("KIP-848") for n in notes) and any(n[0].isdigit() for n in notes), \
+        "the samples hold KIP-848 groups and streaks a server.log alone cannot judge"
     assert delivery.totals["handoffs_with_duplicates"] and len(delivery.by_cause) >= 4, "handoffs are compared on something"
     delivery.assert_equal(samples_mined)
 
 
-def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery]:
-    """The checker's findings of covered invariants on the generated corpus, its offset rules' notes per group, and
-    its handoffs."""
+def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:
+    """The checker's findings of covered invariants on the generated corpus, its offset rules' and converges' notes
+    per group, its handoffs, and how many rebalances it judged for converges."""
     keys: list[tuple[Any, ...]] = []
     notes: dict[str, list[tuple[str, str]]] = {}
     delivery = _Delivery()
+    rebalances = 0
     for index in range(GENERATED.groups):
         events, _ = corpus.simulate_group(GENERATED, index)
         group = corpus.group_name(index)
         report = check_events(events, CheckConfig(max_findings=1_000_000), label=f"{group}.jsonl")
         keys += [_key(f, f["group"]) for f in report["findings"] if f["invariant"] in mine.COVERED]
-        notes[group] = _partial_notes(report["unchecked"])
+        notes[group] = _partial_notes(report["unchecked"]) + _converges_notes(report["unchecked"])
         delivery.add(report["delivery"])
-    return sorted(keys), notes, delivery
+        rebalances += report["opportunities"].get("converges", 0)
+    return sorted(keys), notes, delivery, rebalances
 
 
 def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any, generated_corpus: Path,
@@ -139,11 +168,15 @@ def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any
     truth = corpus.read_truth(generated_corpus)
     assert truth is not None
     assert {t["mutant"] for t in truth["truth"].values()} - {None} == set(GENERATED.mutants)
-    expected, notes, delivery = _checker_generated()
+    expected, notes, delivery, rebalances = _checker_generated()
     assert any(k[2] == "violation" for k in expected), "the mutants make violations the checker sees"
     assert {"no-gap", "committed-not-ahead", "static-rejoin"} <= {k[1] for k in expected}
+    # no mutant breaks converges (none changes how many rebalances a membership change takes; truth.json's monitor
+    # flags none): it must hold in every group, over every rebalance the simulator's coordinator made
+    assert rebalances > 100 and "converges" not in {k[1] for k in expected}
     for group, checker_notes in notes.items():
-        assert _spark_notes(generated_mined, group) == checker_notes, group
+        rows = [r for r in generated_mined["unchecked_per_group"] if r["group"] == group]
+        assert _spark_notes(generated_mined, group) + _converges_notes(cv.unchecked(rows)) == checker_notes, group
     pyspark_testing.assertDataFrameEqual(_frame(spark, _spark_keys(generated_mined)), _frame(spark, expected))
     assert delivery.totals["handoffs_with_duplicates"], "handoffs are compared on something"
     delivery.assert_equal(generated_mined)
