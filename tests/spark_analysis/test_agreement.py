@@ -195,3 +195,21 @@ def test_recall_and_precision_against_truth(generated_corpus: Path, generated_mi
     assert clean, "some groups are clean"
     assert not clean & flagged, f"clean groups flagged: {sorted(clean & flagged)}"
     assert generated_mined["truth"]["precision_clean"] == 1.0
+
+
+def test_membership_reasons_read_the_same_in_java(spark: Any, samples_corpus: Path) -> None:
+    """converges' and static-rejoin's reason patterns, run by Spark's rlike (Java regex, ``(?i)``), decide every
+    rebalance reason of the samples (real brokers' server.logs, the mock's, the crafted sets) as Python's re does."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.membership import _java
+    from traces.coordinator_checks import _MEMBERSHIP_REASON, _PROTOCOL_CHANGE_REASON
+
+    reasons = mine.load(spark, samples_corpus).filter(F.col("reason").isNotNull()).select("reason").distinct()
+    patterns = {"membership": _MEMBERSHIP_REASON, "protocol": _PROTOCOL_CHANGE_REASON}
+    got = reasons.select("reason", *[F.col("reason").rlike(_java(p.pattern)).alias(k) for k, p in patterns.items()])
+    rows = got.collect()
+    assert len(rows) > 20 and {True, False} <= {r["membership"] for r in rows}, "reasons of both kinds are compared"
+    for r in rows:
+        assert {k: r[k] for k in patterns} == {k: p.search(r["reason"]) is not None for k, p in patterns.items()}, \
+            r["reason"]
