@@ -26,6 +26,7 @@ from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
 from spark_analysis import rebalances as rb
+from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
 from spark_analysis.layout import events_dir
@@ -89,6 +90,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(inv.unowned(rows))
              .unionByName(inv.stale_commits(rows))
              .unionByName(inv.generation_down(rows))
+             .unionByName(rj.rejected_generations(rows, iv))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     off = keep(dl.offsets(rows))  # read by three rules, no-gap's four branches, the handoffs and the unchecked counts
     gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events))

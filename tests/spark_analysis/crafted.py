@@ -114,6 +114,39 @@ CONVERGES: dict[str, dict[str, list[dict[str, Any]]]] = {
     },
 }
 
+
+def _rejected(error: str, *after: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A cooperative member owning t-0..2 in generation 2 whose SyncGroup for generation 3 is answered ``error``,
+    then ``after`` (the shapes of tests/traces/test_invariants.py)."""
+    coop = {"protocol": "cooperative", "member_id": "a-1"}
+    return {"a": [_start(**COOP), ev("group_joined", 10, generation=2, **coop),
+                  ev("group_synced", 11, generation=2, **coop),
+                  ev("partitions_assigned", 12, parts=[0, 1, 2], generation=2, **coop),
+                  ev("group_joined", 100, generation=3, **coop), ev("group_synced", 110, generation=3, error=error, **coop),
+                  *[{**e, **coop} for e in after], _stop(400)]}
+
+
+# generation-monotonic after a rejected generation (Checker._rejected_let_go / _rejected_kept): revoking what it
+# owned then, keeping it into a newer generation, and the two that hold (all lost first; a SyncGroup that only lost
+# the race keeps the generation)
+REJECTED: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "rejected-revoke": _rejected("ILLEGAL_GENERATION", ev("group_joined", 200, generation=5),
+                                 ev("group_synced", 201, generation=5),
+                                 ev("partitions_revoked", 202, parts=[2, 1], generation=5),
+                                 ev("partitions_revoked", 210, parts=[0], generation=5)),
+    "rejected-kept": _rejected("UNKNOWN_MEMBER_ID", ev("partitions_lost", 150, parts=[1], generation=-1),
+                               ev("group_joined", 200, generation=5), ev("group_synced", 201, generation=5),
+                               ev("partitions_assigned", 202, parts=[3], generation=5)),
+    "rejected-lost": _rejected("ILLEGAL_GENERATION", ev("partitions_lost", 150, parts=[0, 1, 2], generation=-1),
+                               ev("group_joined", 200, generation=5), ev("group_synced", 201, generation=5),
+                               ev("partitions_assigned", 202, parts=[0, 1], generation=5),
+                               ev("group_joined", 300, generation=6), ev("group_synced", 301, generation=6),
+                               ev("partitions_revoked", 302, parts=[1], generation=6)),
+    "rejected-race": _rejected("REBALANCE_IN_PROGRESS", ev("group_joined", 200, generation=4),
+                               ev("group_synced", 201, generation=4),
+                               ev("partitions_revoked", 202, parts=[2], generation=4)),
+}
+
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "monotonic": {
         "skip": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 4), consumed(30, 0, 8, 9),
@@ -204,6 +237,7 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
         "Group's selectedProtocol will change because static member s1-b with instance id s1 joined", "roundrobin")},
     "static-rejoin-other": {"c": _static("Adding new member m3 with group instance id None; client reason: x")},
     **CONVERGES,
+    **REJECTED,
 }
 
 

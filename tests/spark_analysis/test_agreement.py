@@ -106,6 +106,14 @@ def _converges(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list
                    [e.rsplit(":", 1)[1] for e in f["evidence"]]) for f in findings if f["invariant"] == "converges")
 
 
+def _rejected(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
+    """generation-monotonic's findings after a rejected generation: what was done, when, and the evidence lines (the
+    SyncGroup answer and the revoke or assignment)."""
+    return sorted((group(f["group"]), f["window"][0], f["message"].split(" ")[1], f["evidence"][0].split(" ")[0],
+                   [e.rsplit(":", 1)[1] for e in f["evidence"]]) for f in findings
+                  if f["invariant"] == "generation-monotonic" and "rejected" in f["message"])
+
+
 def _converges_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return sorted((u["invariant"], u["reason"]) for u in notes if u["invariant"] == "converges" and u["partial"])
 
@@ -116,6 +124,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     delivery = _Delivery()
     converges: list[tuple[Any, ...]] = []
     converges_held = []
+    rejected: list[tuple[Any, ...]] = []
     for name, path in sample_sets.items():
         report = check_paths(path, max_findings=1_000_000)
         delivery.add(report["delivery"], lambda g, name=name: f"{name}/{g}")
@@ -128,6 +137,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         converges += found
         if report["opportunities"].get("converges") and not found and not _converges_notes(report["unchecked"]):
             converges_held.append(name)
+        rejected += _rejected(report["findings"], lambda g, name=name: f"{name}/{g}")
         rows = [r for r in samples_mined["unchecked_per_group"] if r["group"].startswith(f"{name}/")]
         assert _converges_notes(cv.unchecked(rows)) == _converges_notes(report["unchecked"]), name
     got = _spark_keys(samples_mined)
@@ -136,6 +146,9 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     pyspark_testing.assertDataFrameEqual(_frame(spark, got), _frame(spark, sorted(expected)))
     assert _converges(samples_mined["violations"]) == sorted(converges)
     assert any(not g.startswith("crafted-") for g, *_ in converges), "a real broker's trace breaks converges"
+    assert _rejected(samples_mined["violations"]) == sorted(rejected)
+    assert {g.split("/")[0] for g, *_ in rejected} == {"crafted-rejected-revoke", "crafted-rejected-kept"}, \
+        "revoking and keeping what a rejected generation owned are compared, and the sets that hold are clean"
     assert {"crafted-converges-resets", "kafka-4.1.1-java-eager"} <= set(converges_held), \
         "converges is judged and holds on a crafted and a real trace set"
     notes = [u["reason"] for u in samples_mined["unchecked"] if u["invariant"] == "converges"]
