@@ -50,14 +50,16 @@ def where(source: str = "source", line: str = "line") -> Column:
 
 
 def _protocol(default_protocol: str | None) -> Column:
-    """The checker's ``Member.protocol``: the protocol field, else the first assignor's kind, else the default."""
+    """The checker's ``Member.protocol`` (``Checker._member`` / ``_context``): the last ``protocol`` field, else the
+    default (``--protocol``) when one is given, else the kind of the first assignor the member names -- the checker
+    reads an assignor only while the member's protocol is unknown, and a default makes it known from the start."""
     from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
 
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
     named = F.last(F.when(F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
     by_assignor = F.first(F.when(F.col("assignor").isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
                           .when(F.col("assignor").isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
-    return F.coalesce(named, by_assignor, F.lit(default_protocol))
+    return F.coalesce(named, F.lit(default_protocol) if default_protocol is not None else by_assignor)
 
 
 def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:

@@ -19,6 +19,7 @@ from spark_analysis import converges as cv
 from spark_analysis import corpus, mine
 from spark_analysis import delivery as dl
 from tests.spark_analysis.conftest import GENERATED
+from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
 from traces.checker import CheckConfig
 from traces.report import check_events
@@ -226,3 +227,23 @@ def test_membership_reasons_read_the_same_in_java(spark: Any, samples_corpus: Pa
     for r in rows:
         assert {k: r[k] for k in patterns} == {k: p.search(r["reason"]) is not None for k, p in patterns.items()}, \
             r["reason"]
+
+
+def test_a_default_protocol_is_read_as_the_checker_reads_it(spark: Any, tmp_path: Path) -> None:
+    """``--protocol`` makes every member's protocol known from its start: the checker then never reads it from the
+    assignor a member names, so a member naming range under ``--protocol cooperative`` is cooperative (its second
+    assignment without a revoke is no eager-revoke-all), while without one the assignor makes it eager."""
+    files = {"a": [ev("startup_complete", 0, assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1),
+                   ev("partitions_assigned", 20, parts=[1], generation=2), ev("shutdown_complete", 30)]}
+    for name, events in files.items():
+        write_jsonl(tmp_path / "set" / f"{name}.jsonl", events)
+    corpus.from_traces([str(tmp_path / "set")], tmp_path / "corpus", progress=None)
+    seen = {}
+    for protocol in ("cooperative", None):
+        expected = sorted(_key(f, f["group"]) for f in check_paths(tmp_path / "set", default_protocol=protocol)["findings"]
+                          if f["invariant"] in mine.COVERED)
+        got = _spark_keys(mine.run(spark, tmp_path / "corpus", config=mine.MineConfig(default_protocol=protocol)))
+        assert got == expected, protocol
+        seen[protocol] = {k[1] for k in got}
+    assert "eager-revoke-all" not in seen["cooperative"] and "eager-revoke-all" in seen[None], \
+        "the default decides, over the assignor, only when one is given"
