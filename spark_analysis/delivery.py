@@ -32,7 +32,6 @@ client log. What is not judged is counted per reason (:func:`unchecked`), as the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -61,38 +60,41 @@ def offsets(rows: DataFrame) -> DataFrame:
     (the position before the row), ``first`` (the ownership's first poll), ``committed`` (the group's,
     before the row) and the member's reset policy and record_data habit."""
     name = F.col("name")
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
+    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
     polled = name.isin(CONSUMED, RECORD_DATA)
     ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
         & (F.coalesce(F.col("error"), F.lit("")) == "")
-    # rd, policy, ac (the ownership's number) and the group's committed offset before each row (every
-    # successful entry counts, owned or not): member_rows' columns, read in its passes
     base = (rows
+            .withColumn("rd", F.max((name == RECORD_DATA).cast("int")).over(wm) == 1)
+            .withColumn("policy", F.last("auto_offset_reset", True).over(wm))
             .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (polled | ok_commit | F.col("is_new")))
+            .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wmtp))
             .withColumn("polled", polled)
-            .withColumn("commit", ok_commit)
-            .withColumn("committed", F.col("tp_committed")))
+            .withColumn("commit", ok_commit))
+    # the group's committed offset before each row: every successful entry counts, owned or not
+    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
+    base = base.withColumn("committed", F.last(F.when(F.col("commit") & (F.col("offset") >= 0), F.col("offset")),
+                                               True).over(wgtp))
     owned = base.filter(F.col("owned_before") & (F.col("polled") | F.col("commit")))
     low, high = F.col("minOffset"), F.col("maxOffset")
     ints = low.isNotNull() & high.isNotNull()
-    # one sort of the owned rows (per ownership, the checker's order) for every column below. Over polls and
-    # commits together: a poll's number and record_data segment count polls only; the position after a poll
-    # is its maxOffset + 1, or with record_data the running maximum within its segment (the greatest (segment,
-    # value): the segment only grows); the position before any row is the last poll's before it
-    is_poll = F.col("polled")
+    polls = owned.filter(F.col("polled"))
     wi = Window.partitionBy(*_ownership_key()).orderBy("seq", "part")
-    upto = wi.rowsBetween(UNB, 0)
-    seg_all = F.sum((is_poll & (~ints | ~F.col("rd"))).cast("int")).over(upto)
-    in_seg = F.max(F.struct(F.col("seg_all").alias("s"), F.when(is_poll, high + 1).alias("v"))).over(upto)["v"]
-    both = (owned
-            .withColumn("n_poll", F.when(is_poll, F.sum(is_poll.cast("int")).over(upto).cast("int")))
-            .withColumn("seg_all", seg_all)
-            .withColumn("seg", F.when(is_poll, F.col("seg_all")))
-            .withColumn("pos_after", F.when(is_poll, F.when(~ints, _unknown()).when(~F.col("rd"), high + 1)
-                                            .otherwise(in_seg)))
-            .drop("seg_all"))
-    # a poll's pos_after is never null, so the last one before a row is the previous poll's (none yet: null)
-    return (both.withColumn("pos", F.last("pos_after", True).over(wi.rowsBetween(UNB, -1)))
-            .withColumn("first", F.when(is_poll, (F.col("n_poll") == 1) & ints).otherwise(F.lit(False))))
+    polls = (polls
+             .withColumn("n_poll", F.row_number().over(wi))
+             .withColumn("seg", F.sum((~ints | ~F.col("rd")).cast("int")).over(wi.rowsBetween(UNB, 0))))
+    wseg = Window.partitionBy(*_ownership_key(), "seg").orderBy("seq", "part").rowsBetween(UNB, 0)
+    polls = polls.withColumn("pos_after", F.when(~ints, _unknown()).when(~F.col("rd"), high + 1)
+                             .otherwise(F.max(high + 1).over(wseg)))
+    polls = polls.withColumn("pos", F.lag("pos_after").over(wi)).withColumn("first", (F.col("n_poll") == 1) & ints)
+    commits = owned.filter(F.col("commit")).withColumn("n_poll", F.lit(None).cast("int")) \
+        .withColumn("seg", F.lit(None).cast("long")).withColumn("pos_after", F.lit(None).cast("long")) \
+        .withColumn("pos", F.lit(None).cast("long")).withColumn("first", F.lit(False))
+    both = polls.unionByName(commits)
+    # a commit's position: the last poll's of the ownership before it (none yet: null)
+    before = F.last("pos_after", True).over(wi.rowsBetween(UNB, -1))
+    return both.withColumn("pos", F.when(F.col("commit"), before).otherwise(F.col("pos")))
 
 
 def _aggregated(cands: DataFrame, invariant: str) -> DataFrame:
@@ -193,15 +195,9 @@ def broker_commits(events: DataFrame) -> DataFrame:
 
 
 def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
-           auto_offset_reset: str | None = None, broker: DataFrame | None = None,
-           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> tuple[DataFrame, DataFrame]:
+           auto_offset_reset: str | None = None, broker: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome`` and the
-    committed offset they were judged on, which the handoffs that start there measure against).
-
-    ``keep`` caches a frame read more than once: Spark reuses no common subtree unless it sits under an
-    exchange, and this job plans none, so every reader would recompute it. The hidden-committer candidates
-    (a range join of first polls with intervals) are read four times below, the judged first polls twice
-    (the findings, and the first polls that the handoffs and the unchecked counts read)."""
+    committed offset they were judged on, which the handoffs that start there measure against)."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
         F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
@@ -238,7 +234,6 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
                         F.array_distinct(F.transform(everyone, lambda x: x["h"])).alias("hidden"),
                         F.exists(everyone, lambda x: x["b"]).cast("int").alias("blind")) \
         .filter(F.size("hidden") > 0)
-    hidden = keep(hidden)
     # server.log's commits settle it: the last offset the coordinator took before the first poll
     if broker is not None:
         bk = broker.select(F.col("group").alias("b_group"), F.col("topic").alias("b_topic"),
@@ -249,7 +244,7 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
                        & (hb["partition"] == bk["b_partition"]) & (bk["b_seq"] < hb["seq"]), "inner") \
             .groupBy(*key).agg(F.max_by(F.struct(F.col("b_offset").alias("o"), F.col("b_w").alias("w")),
                                         F.col("b_seq")).alias("broker"))
-        hidden = keep(hidden.join(took, key, "left"))
+        hidden = hidden.join(took, key, "left")
     else:
         hidden = hidden.withColumn("broker", F.lit(None).cast("struct<o:long,w:string>"))
     # the hidden members' positions now: their last poll of the partition, unless a new assignment of it or a
@@ -263,7 +258,10 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
     finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
         F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
     nexts = iv.select("group", "member", "topic", "partition", "inc", "start_seq",
-                      F.col("next_start").alias("next_assign"), "ac")
+                      F.lead("start_seq").over(Window.partitionBy("group", "member", "topic", "partition")
+                                               .orderBy("start_seq")).alias("next_assign"),
+                      F.row_number().over(Window.partitionBy("group", "member", "topic", "partition")
+                                          .orderBy("start_seq")).alias("ac"))
     inc_starts = rows.filter(F.col("name") == STARTUP).select(
         F.col("group").alias("i_group"), F.col("member").alias("i_member"), F.col("inc").alias("i_inc"),
         F.col("seq").alias("i_seq"))
@@ -314,7 +312,7 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
                "%s started %s at offset %d with no committed offset and auto.offset.reset=earliest: offsets 0..%d "
                "were never consumed (assuming the log starts at 0; retention may have deleted them)",
                m, label, low, low - 1)))
-    judged = keep(judged.withColumn("outcome", outcome).withColumn("violated", violated))
+    judged = judged.withColumn("outcome", outcome).withColumn("violated", violated)
     found = judged.filter(F.col("violated")).select(*finding(
         "no-gap", VIOLATION, F.array(m), F.array(_tp()), F.col("timestamp"), F.col("timestamp"),
         F.col("w"), msg))

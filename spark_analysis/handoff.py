@@ -101,9 +101,11 @@ def handoffs(off: DataFrame, iv: DataFrame, rows: DataFrame, first_polls: DataFr
     """
     polls = off.filter(F.col("polled"))
     finals = polls.groupBy(*OWN_KEY).agg(F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
-    # the interval's ownership number (ac) and the next one's start: columns of the intervals
+    wown = Window.partitionBy("group", "member", "topic", "partition").orderBy("start_seq")
     ivn = (iv.select("group", "member", "topic", "partition", "start_seq", F.col("end.seq").alias("end_seq"),
-                     F.col("end.kind").alias("end_kind"), F.col("end.where").alias("end_where"), "ac", "next_start")
+                     F.col("end.kind").alias("end_kind"), F.col("end.where").alias("end_where"))
+           .withColumn("ac", F.row_number().over(wown))
+           .withColumn("next_start", F.lead("start_seq").over(wown))
            .join(finals, OWN_KEY, "left"))
     ivn = _cut(ivn)
     # the source at each assignment: a holder (an interval open across it), else the last release before it

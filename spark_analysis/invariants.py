@@ -163,8 +163,11 @@ def removals(events: DataFrame) -> DataFrame:
 
 def revoked_then_assigned(rows: DataFrame) -> DataFrame:
     """revoke-before-assign, the other order: revoked from one member, then assigned to another, same generation."""
-    # the partition's last release before the row (any member's): member_rows' tp_last_release
-    cand = rows.withColumn("last_revoke", F.col("tp_last_release")).filter(
+    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
+    last = F.last(F.when(F.col("is_release"), F.struct(
+        F.col("member").alias("member"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("gen"),
+        F.col("timestamp").alias("ts"), where().alias("where"))), True).over(wgtp)
+    cand = rows.withColumn("last_revoke", last).filter(
         F.col("is_new") & (F.col("proto") == "cooperative") & (F.col("gen_ff") >= 0)
         & F.col("last_revoke").isNotNull() & (F.col("last_revoke.member") != F.col("member"))
         & (F.col("last_revoke.gen") == F.col("gen_ff")))
@@ -179,39 +182,43 @@ def revoked_then_assigned(rows: DataFrame) -> DataFrame:
 # ------------------------------------------------------------------------------------------ consumption, commits
 
 
-def _aggregated(cands: DataFrame) -> DataFrame:
-    """One finding per (member, partition) run, closed when the member is assigned the partition again
-    (``cands`` carry ``invariant`` and ``verb`` columns: both rules are aggregated in one pass)."""
-    agg = cands.groupBy("group", "member", "topic", "partition", "assigned_count", "invariant", "verb").agg(
+def _aggregated(cands: DataFrame, invariant: str, verb: str) -> DataFrame:
+    """One finding per (member, partition) run, closed when the member is assigned the partition again."""
+    agg = cands.groupBy("group", "member", "topic", "partition", "assigned_count").agg(
         F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"), F.count(F.lit(1)).alias("n"),
         F.min_by(F.col("w"), F.col("seq")).alias("first_where"),
         F.min_by(F.col("after_shutdown"), F.col("seq")).alias("after"))
     return agg.select(*finding(
-        F.col("invariant"), VIOLATION, F.array(F.col("member")), F.array(_tp()), F.col("t0"), F.col("t1"),
+        invariant, VIOLATION, F.array(F.col("member")), F.array(_tp()), F.col("t0"), F.col("t1"),
         F.array(F.col("first_where")),
-        F.format_string("%s %s %s%s without owning it", F.col("member"), F.col("verb"), _label(),
+        F.format_string("%s %s %s%s without owning it", F.col("member"), F.lit(verb), _label(),
                         F.when(F.col("after"), F.lit(" after its shutdown_complete")).otherwise(F.lit(""))),
         F.col("n")))
 
 
 def unowned(rows: DataFrame) -> DataFrame:
     """consume-owned-only and commit-owned-only: entries of partitions the member did not own at that moment."""
-    # member_rows' columns: the run is the member's assignments of the partition so far (``ac``), the position
-    # its last poll's in this incarnation (``poll_pos``)
+    # one window (member and partition, the checker's order) for every column here: the position is the last
+    # poll's in this incarnation (the last poll of the partition, kept when its incarnation is this one's)
+    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
     name = F.col("name")
     polled = name.isin(CONSUMED, RECORD_DATA)
     committed = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) & \
         (F.coalesce(F.col("error"), F.lit("")) == "")
-    pos = F.col("poll_pos")
-    late_ok = pos.isNotNull() & F.col("offset").isNotNull() & (F.col("offset") <= pos)
-    cands = (rows.filter(F.col("topic").isNotNull() & ~F.col("owned_before") & F.col("known")
-                         & (polled | (committed & ~late_ok)))
-             .withColumn("assigned_count", F.col("ac"))
-             .withColumn("after_shutdown", F.col("shut_down"))
-             .withColumn("w", where())
-             .withColumn("invariant", F.when(polled, F.lit("consume-owned-only")).otherwise(F.lit("commit-owned-only")))
-             .withColumn("verb", F.when(polled, F.lit("consumed")).otherwise(F.lit("committed"))))
-    return _aggregated(cands)
+    last_poll = F.last(F.when(polled & F.col("maxOffset").isNotNull(), F.struct(
+        F.col("inc").alias("i"), (F.col("maxOffset") + 1).alias("v"))), True).over(wmtp.rowsBetween(UNB, -1))
+    pos = F.when(last_poll["i"] == F.col("inc"), last_poll["v"])
+    base = (rows.filter(F.col("topic").isNotNull() & (polled | committed | (name == ASSIGNED)))
+            .withColumn("assigned_count", F.sum(F.col("is_new").cast("int")).over(wmtp.rowsBetween(UNB, 0)))
+            .withColumn("pos", pos)
+            .withColumn("after_shutdown", F.col("shut_down"))
+            .withColumn("w", where())
+            .filter(~F.col("owned_before") & F.col("known")))
+    consumed = base.filter(polled)
+    late_ok = F.col("pos").isNotNull() & F.col("offset").isNotNull() & (F.col("offset") <= F.col("pos"))
+    commits = base.filter(committed & ~late_ok)
+    return _aggregated(consumed, "consume-owned-only", "consumed").unionByName(
+        _aggregated(commits, "commit-owned-only", "committed"))
 
 
 def group_generations(events: DataFrame) -> DataFrame:
@@ -272,8 +279,9 @@ def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     name = F.col("name")
     new_per_event = F.max(F.col("is_new").cast("int")).over(Window.partitionBy("group", "member", "seq")) == 1
     gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
-    # assigned_gen: member_rows' column (Member.assigned_gen before the event)
-    ev = (rows.withColumn("any_new", new_per_event)
+    assigned_gen = F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True) \
+        .over(Window.partitionBy("group", "member", "inc").orderBy("seq").rangeBetween(UNB, -1))
+    ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen)
           .filter(F.col("part") == 0).filter(F.col("proto") == "eager"))
     on_assign = (name == ASSIGNED) & F.col("any_new")
     joined = (name == JOINED) & (F.col("generation") >= 0) & \

@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _tp, finding
-from spark_analysis.ownership import REVOKED, UNB, where
+from spark_analysis.ownership import ASSIGNED, REVOKED, STARTUP, UNB, where
 from traces.coordinator_checks import _MEMBERSHIP_REASON, _PROTOCOL_CHANGE_REASON
 
 REBALANCE, STABLE = "coordinator_rebalance", "coordinator_stable"
@@ -49,7 +49,9 @@ def _per_event(cands: DataFrame, *keep: str, **more: Column) -> DataFrame:
 
 def unsubscribed(rows: DataFrame) -> DataFrame:
     """subscribed-only: newly assigned partitions of topics the member does not subscribe to."""
-    cands = rows.withColumn("sub", F.col("subscribed")).filter(
+    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
+    sub = F.last("subscription", True).over(wm)
+    cands = rows.withColumn("sub", sub).filter(
         F.col("is_new") & F.col("sub").isNotNull() & ~F.array_contains(F.col("sub"), F.col("topic")))
     ev = _per_event(cands.withColumn("subs", F.array_join(F.array_sort(F.array_distinct(F.col("sub"))), ", ")),
                     "subs")
@@ -63,24 +65,30 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
     """revoke-only-moved, both kinds (see the module doc)."""
     name = F.col("name")
     gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
-    # assigned_gen (Member.assigned_gen) and last_assign_ev, before the row's event: member_rows' columns
-    # the partition's assignments before the row (any member's): member_rows' tp_epoch
+    # the generation of the member's last assignment event (Member.assigned_gen), before the row; a restart
+    # forgets it. Rows of the same event share a seq: the frame ends at the event before.
+    assigned_gen = F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True).over(
+        Window.partitionBy("group", "member", "inc").orderBy("seq").rangeBetween(UNB, -1))
+    last_assign_ev = F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(
+        Window.partitionBy("group", "member").orderBy("seq").rangeBetween(UNB, -1))
+    epoch = F.sum(F.col("is_new").cast("int")).over(
+        Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1))
     coop = F.col("proto") == "cooperative"
-    r = rows.withColumn("epoch", F.col("tp_epoch")).withColumn("g", gen)
+    r = (rows.withColumn("assigned_gen", assigned_gen).withColumn("last_assign_ev", last_assign_ev)
+         .withColumn("epoch", F.coalesce(epoch, F.lit(0))).withColumn("g", gen))
     revoke = (name == REVOKED) & F.col("is_release") & coop & F.col("g").isNotNull() & F.col("assigned_gen").isNotNull()
     prepare = revoke & (F.col("g") == F.col("assigned_gen"))
     complete = revoke & (F.col("g") > F.col("assigned_gen"))
-    # one sort (member and partition) for both: the completed revokes' generations are kept with their
-    # incarnation, and only this incarnation's count (a restart forgets them)
     wtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
+    witp = Window.partitionBy("group", "member", "inc", "topic", "partition").orderBy("seq", "part") \
+        .rowsBetween(UNB, -1)
     r = (r.withColumn("prep", F.last(F.when(prepare, F.struct(F.col("seq").alias("seq"), F.col("epoch").alias("epoch"),
                                                                 where().alias("w"))), True).over(wtp))
-         .withColumn("completed", F.collect_set(F.when(complete, F.struct(F.col("inc").alias("i"),
-                                                                         F.col("g").alias("g")))).over(wtp)))
+         .withColumn("completed", F.collect_set(F.when(complete, F.col("g"))).over(witp)))
     assigning = F.col("is_new") & coop & F.col("g").isNotNull()
     back = assigning & F.col("prep").isNotNull() & (F.col("prep.seq") > F.coalesce(F.col("last_assign_ev"), F.lit(-1))) \
         & (F.col("prep.epoch") == F.col("epoch"))
-    same = assigning & F.exists(F.col("completed"), lambda x: (x["i"] == F.col("inc")) & (x["g"] == F.col("g")))
+    same = assigning & F.array_contains(F.col("completed"), F.col("g"))
     came_back = _per_event(r.filter(back), "g", pw=F.min_by(F.col("prep.w"), F.col("part")))
     again = _per_event(r.filter(same), "g")
 

@@ -92,8 +92,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(inv.generation_down(rows))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     off = keep(dl.offsets(rows))  # read by three rules, no-gap's four branches, the handoffs and the unchecked counts
-    # the first polls are a projection of no-gap's judged frame, which it caches itself
-    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events), keep=keep)
+    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events))
+    first_polls = keep(first_polls)  # the handoffs and the unchecked counts read it after the findings
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))

@@ -14,27 +14,9 @@ columns on the member rows, each a window function over the member's rows in the
   trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``);
   ``shut_down``: whether the member's last ``startup_complete`` / ``shutdown_complete`` so far is a
   shutdown (the checker's ``Member.shutdown``).
-- read by later rules, computed here so that the member's rows are sorted once for all of them:
-  ``rd`` (the member prints ``record_data``), ``policy`` (its last ``auto_offset_reset``),
-  ``subscribed`` (its last subscription), and, before the row's event, ``assigned_gen`` (the
-  generation of its last assignment in this incarnation, the checker's ``Member.assigned_gen``) and
-  ``last_assign_ev`` (the seq of its last assignment or startup); ``n_assigned``, its assignment
-  events so far.
-- ``life_end`` (on ``startup_complete`` / ``shutdown_complete`` rows: how and when the lifetime
-  ended), ``m_last_ts`` / ``m_last_gen`` / ``m_last_source`` (on assignments: the member's last row),
-  for :func:`intervals`.
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
-  (the checker's ``new``), ``is_release`` a revoke or loss of one owned; ``ac`` counts the member's
-  assignments of the partition so far, ``poll_pos`` is the position its last poll of the partition
-  left (in this incarnation).
-- per partition of the group, before the row: ``tp_committed`` (the last successful commit's
-  offset, any member's), ``tp_epoch`` (assignments so far), and on ``is_new`` rows
-  ``tp_last_release`` (member, generation, time, where) and ``tp_prev_new`` (the last new owner).
-
-The job's shape (docs/mining.md, "Where the time goes"): the member rows are sorted three times here
--- per member, per member and partition, per partition -- and every rule that can read its state
-from those passes reads these columns instead of sorting the rows again.
+  (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
 
 :func:`intervals` turns that into ownership intervals: from an ``is_new`` row to the release that
 ends it -- the next ``is_release`` of the partition, the member's next ``shutdown_complete`` /
@@ -49,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 ASSIGNED, REVOKED, LOST = "partitions_assigned", "partitions_revoked", "partitions_lost"
@@ -93,9 +75,8 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
             .withColumn("proto", _protocol(default_protocol)))
     # the last value within the incarnation, read over the member's own window (one sort for all of them):
     # the last value of the member, kept only when it was seen in this incarnation
-    def in_inc(value: Column, frame: WindowSpec | None = None) -> Column:
-        last = F.last(F.when(value.isNotNull(), F.struct(F.col("inc").alias("i"), value.alias("v"))), True) \
-            .over(frame if frame is not None else upto)
+    def in_inc(value: Column) -> Column:
+        last = F.last(F.when(value.isNotNull(), F.struct(F.col("inc").alias("i"), value.alias("v"))), True).over(upto)
         return F.when(last["i"] == F.col("inc"), last["v"])
 
     rows = (rows
@@ -106,114 +87,63 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
                         .over(upto) == 1)
             .withColumn("shut_down", F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True)
                                                 .over(upto) == SHUTDOWN, F.lit(False))))
-    # what later rules read of the member's history, computed here in the same order (the member's rows are
-    # sorted once for all of these): whether it prints record_data, its reset policy and subscription so far,
-    # and, before the row's event (rows of one event share a seq: the frame ends at the event before), the
-    # generation of its last assignment in this incarnation (Member.assigned_gen: a restart forgets it) and
-    # the seq of its last assignment or startup
-    before = Window.partitionBy("group", "member").orderBy("seq").rangeBetween(UNB, -1)  # served by the (seq, part) sort
-    rows = (rows
-            .withColumn("rd", F.max((name == RECORD_DATA).cast("int")).over(upto) == 1)
-            .withColumn("policy", F.last("auto_offset_reset", True).over(upto))
-            .withColumn("subscribed", F.last("subscription", True).over(upto))
-            .withColumn("assigned_gen", in_inc(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")),
-                                               before))
-            .withColumn("last_assign_ev", F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(before))
-            .withColumn("n_assigned", F.sum(((name == ASSIGNED) & (F.col("part") == 0)).cast("int")).over(upto)))
-    # what intervals() needs of the member's history, in the same order: the end of a lifetime where one ends
-    # (a startup_complete: a restart, dated by the row before; a shutdown_complete), and, on assignments, the
-    # member's last row (time, generation, file: the end of an interval still open when its trace ended)
-    life_end = F.struct(
-        F.col("seq").alias("seq"),
-        F.when(name == SHUTDOWN, F.col("timestamp")).otherwise(F.coalesce(F.lag("timestamp").over(wm),
-                                                                         F.col("timestamp"))).alias("ts"),
-        F.when(name == STARTUP, F.lit("killed")).when(F.col("reason") == "crash", F.lit("crashed"))
-        .otherwise(F.lit("shutdown")).alias("kind"),
-        F.when(name == SHUTDOWN, F.col("gen_ff")).otherwise(F.lag("gen_ff").over(wm)).alias("gen"),
-        F.col("source").alias("source"), where().alias("where"))
-    whole = wm.rowsBetween(UNB, UNF)
-    assigning = name == ASSIGNED
-    rows = (rows
-            .withColumn("life_end", F.when(name.isin(STARTUP, SHUTDOWN), life_end))
-            .withColumn("m_last_ts", F.when(assigning, F.max("timestamp").over(whole)))
-            .withColumn("m_last_gen", F.when(assigning, F.last("gen_ff").over(whole)))
-            .withColumn("m_last_source", F.when(assigning, F.last("source").over(whole))))
-    # the member's rows per partition, sorted once: the lifetime is keyed in the value (the last ownership
-    # event of the partition, kept when it is of this lifetime), as the incarnation is above
-    wtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
-    prev = F.last(F.when(name.isin(*OWNERSHIP), F.struct(F.col("life").alias("i"), name.alias("v"))), True) \
-        .over(wtp.rowsBetween(UNB, -1))
-    prev_own = F.when(prev["i"] == F.col("life"), prev["v"])
+    wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
+    prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
     rows = rows.withColumn("owned_before", has_tp & F.coalesce(prev_own == ASSIGNED, F.lit(False)))
     rows = (rows
             .withColumn("is_new", has_tp & (name == ASSIGNED) & ~F.col("owned_before"))
             .withColumn("is_release", name.isin(REVOKED, LOST) & F.col("owned_before")))
-    # in the same order: ``ac`` (the member's assignments of the partition so far: its ownerships' number) and
-    # ``poll_pos`` (the position its last poll of the partition left, in this incarnation)
-    last_poll = F.last(F.when(name.isin(CONSUMED, RECORD_DATA) & F.col("maxOffset").isNotNull(), F.struct(
-        F.col("inc").alias("i"), (F.col("maxOffset") + 1).alias("v"))), True).over(wtp.rowsBetween(UNB, -1))
-    rows = (rows
-            .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wtp.rowsBetween(UNB, 0)))
-            .withColumn("poll_pos", F.when(last_poll["i"] == F.col("inc"), last_poll["v"])))
-    # the group's rows per partition, sorted once, before each row: the last successful commit's offset
-    # (``tp_committed``), the assignments so far (``tp_epoch``), and at an assignment the partition's last
-    # release (``tp_last_release``) and last new owner (``tp_prev_new``)
-    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
-    ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
-        & (F.coalesce(F.col("error"), F.lit("")) == "")
-    release = F.struct(F.col("member").alias("member"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("gen"),
-                       F.col("timestamp").alias("ts"), where().alias("where"))
-    is_new = F.col("is_new")
-    return (rows
-            .withColumn("tp_committed", F.last(F.when(ok_commit & (F.col("offset") >= 0), F.col("offset")), True)
-                        .over(wgtp))
-            .withColumn("tp_epoch", F.coalesce(F.sum(is_new.cast("int")).over(wgtp), F.lit(0).cast("long")))
-            .withColumn("tp_last_release", F.when(is_new, F.last(F.when(F.col("is_release"), release), True)
-                                                  .over(wgtp)))
-            .withColumn("tp_prev_new", F.when(is_new, F.last(F.when(is_new, F.col("member")), True).over(wgtp))))
+    return rows
 
 
 def intervals(rows: DataFrame) -> DataFrame:
-    """One row per ownership interval (see the module doc), with how and when it ended, its number among the
-    member's ownerships of the partition (``ac``) and the start of the next one (``next_start``).
-
-    No pass of its own over the member's rows (an earlier version read them backwards, two more sorts of
-    every row): the interval's release is the ``is_release`` row of the same ownership (``ac``: a partition
-    owned has one release per ownership, within its lifetime), its lifetime's end the member's next
-    ``startup_complete`` / ``shutdown_complete`` (the row that starts lifetime ``life + 1``); both are
-    equi-joins of a few rows (assignments, releases, lifetime ends), the rest member_rows' columns."""
+    """One row per ownership interval (see the module doc), with how and when it ended."""
     name = F.col("name")
     ev_where = where()
+    # "the next X after this row" is the last X of the rows after it, read backwards: a running frame over the
+    # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
+    # partition for every row: quadratic per member.) Every per-member column is read in that one reversed
+    # order -- the row before is the one after in it (lead), the member's last row its first -- so the
+    # member's rows are sorted once here, and once more per partition for the next release.
+    back = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part"))
+    back_m = back.rowsBetween(UNB, -1)
+    back_tp = Window.partitionBy("group", "member", "life", "topic", "partition") \
+        .orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
+    release = F.last(F.when(F.col("is_release"), F.struct(
+        F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
+        F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
+        F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
+    prev_ts = F.lead("timestamp").over(back)
+    prev_gen = F.lead("gen_ff").over(back)
+    life_end = F.when(name.isin(STARTUP, SHUTDOWN), F.struct(
+        F.col("seq").alias("seq"),
+        F.when(name == SHUTDOWN, F.col("timestamp")).otherwise(F.coalesce(prev_ts, F.col("timestamp"))).alias("ts"),
+        F.when(name == STARTUP, F.lit("killed")).when(F.col("reason") == "crash", F.lit("crashed"))
+        .otherwise(F.lit("shutdown")).alias("kind"),
+        F.when(name == SHUTDOWN, F.col("gen_ff")).otherwise(prev_gen).alias("gen"),
+        F.col("source").alias("source"), ev_where.alias("where")))
+    whole = back.rowsBetween(UNB, UNF)
+    rows = (rows
+            .withColumn("_life_end", life_end)
+            .withColumn("next_life", F.last("_life_end", True).over(back_m))
+            .withColumn("last_ts", F.max("timestamp").over(whole))
+            .withColumn("last_gen", F.first("gen_ff").over(whole))
+            .withColumn("last_source", F.first("source").over(whole))
+            .withColumn("next_release", release.over(back_tp)))
     new = rows.filter(F.col("is_new"))
-    releases = rows.filter(F.col("is_release")).select(
-        "group", "member", "topic", "partition", "ac", F.struct(
-            F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
-            F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
-            F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))
-        .alias("next_release"))
-    # rows of one event share its lifetime; a lifetime's end is its event's first row
-    ends = rows.filter(name.isin(STARTUP, SHUTDOWN) & (F.col("part") == 0)).select(
-        "group", "member", (F.col("life") - 1).alias("life"), F.col("life_end").alias("next_life"))
-    # the member's next assignment of the partition (the next ownership's start), on the same keys
-    nexts = new.select("group", "member", "topic", "partition", (F.col("ac") - 1).alias("ac"),
-                       F.col("seq").alias("next_start"))
-    own = ["group", "member", "topic", "partition", "ac"]
-    new = (new.join(releases, own, "left").join(nexts, own, "left")
-           .join(ends, ["group", "member", "life"], "left"))
     rel, life = F.col("next_release"), F.col("next_life")
     by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))
-    eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest("m_last_ts", "timestamp").alias("ts"),
-                   F.lit("eof").alias("kind"), F.col("m_last_gen").alias("gen"),
-                   F.col("m_last_source").alias("source"),
-                   F.concat(F.col("m_last_source"), F.lit(":end")).alias("where"))
+    eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest("last_ts", "timestamp").alias("ts"),
+                   F.lit("eof").alias("kind"), F.col("last_gen").alias("gen"), F.col("last_source").alias("source"),
+                   F.concat(F.col("last_source"), F.lit(":end")).alias("where"))
     end = F.when(by_release, rel).when(life.isNotNull(), life).otherwise(eof)
     return new.select(
         "group", "member", "topic", "partition", "inc",
         F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
         ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
         (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
-        end.alias("end"), "ac", "next_start")
+        end.alias("end"))
 
 
 def event_level(rows: DataFrame, *extra: Any) -> DataFrame:

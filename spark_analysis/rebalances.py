@@ -15,10 +15,10 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_analysis.ownership import ASSIGNED, JOINED, LOST, REVOKED
+from spark_analysis.ownership import ASSIGNED, JOINED, LOST, REVOKED, UNB
 
 
 def rebalances(events: DataFrame) -> DataFrame:
@@ -47,7 +47,9 @@ def storms(rb: DataFrame, window_ms: int = 60_000, threshold: int = 5) -> DataFr
 def pauses(rows: DataFrame) -> DataFrame:
     """Stop-the-world per member per rebalance: ``group, member, generation, start, end, pause_ms``."""
     ev = rows.filter(F.col("part") == 0)
-    name = F.col("name")  # n_assigned: member_rows' count of the member's assignment events so far
+    wm = Window.partitionBy("group", "member").orderBy("seq")
+    name = F.col("name")
+    ev = ev.withColumn("n_assigned", F.sum((name == ASSIGNED).cast("int")).over(wm.rowsBetween(UNB, 0)))
     # the epoch of an assignment is the count before it: its revokes are those of the previous epoch
     ev = ev.withColumn("epoch", F.when(name == ASSIGNED, F.col("n_assigned") - 1).otherwise(F.col("n_assigned")))
     stops = ev.filter(name.isin(REVOKED, LOST)).groupBy("group", "member", "epoch").agg(
@@ -60,7 +62,8 @@ def pauses(rows: DataFrame) -> DataFrame:
 
 def moves(rows: DataFrame) -> DataFrame:
     """Partitions that changed owner: ``group, topic, partition, from, to, timestamp``."""
-    # the partition's last new owner before this one: member_rows' tp_prev_new
-    new = rows.filter(F.col("is_new")).withColumn("prev_owner", F.col("tp_prev_new"))
+    new = rows.filter(F.col("is_new"))
+    w = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part")
+    new = new.withColumn("prev_owner", F.lag("member").over(w))
     return new.filter(F.col("prev_owner").isNotNull() & (F.col("prev_owner") != F.col("member"))).select(
         "group", "topic", "partition", F.col("prev_owner").alias("from"), F.col("member").alias("to"), "timestamp")
