@@ -9,6 +9,7 @@ planned (docs/mining.md).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -105,30 +106,37 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 handoffs=hd.handoffs(off, iv, rows, first_polls))
 
 
-def shuffles(df: DataFrame) -> dict[str, int]:
-    """Shuffles and broadcasts in ``df``'s physical plan.
+def shuffles(*dfs: DataFrame) -> dict[str, int]:
+    """Shuffles and broadcasts in the physical plans of ``dfs`` (the findings and the handoffs: the job's
+    two big plans; the analytics' small plans read the same cached frames).
 
-    The plan prints each cached relation's own plan under every scan of it; those lines are skipped
-    (a cached relation is computed once), and the corpus's one repartition by group -- under the
-    cache -- is counted once.
+    A plan prints each cached relation's own plan under every scan of it; a cached relation is computed
+    once, so its plan is counted once over all ``dfs`` (the corpus's one repartition by group is in the
+    first). ``shuffles`` is every hash exchange so counted, the repartition included.
     """
-    lines = df._jdf.queryExecution().executedPlan().toString().splitlines()
     hashed = broadcast = 0
-    skip_deeper: int | None = None
-    for line in lines:
-        depth = len(line) - len(line.lstrip(" :+-"))
-        if skip_deeper is not None:
-            if depth > skip_deeper:
-                continue
-            skip_deeper = None
-        if "InMemoryRelation" in line:
-            skip_deeper = depth
-            continue
-        if "BroadcastExchange" in line:
-            broadcast += 1
-        elif "Exchange " in line and "ReusedExchange" not in line:
-            hashed += 1
-    return {"shuffles": hashed + 1, "broadcasts": broadcast}
+    seen: set[str] = set()
+    for df in dfs:
+        lines = df._jdf.queryExecution().executedPlan().toString().splitlines()
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            depth = len(line) - len(line.lstrip(" :+-"))
+            if "InMemoryRelation" in line:
+                end = i + 1
+                while end < len(lines) and len(lines[end]) - len(lines[end].lstrip(" :+-")) > depth:
+                    end += 1
+                key = re.sub(r"#\d+|plan_id=\d+", "", "\n".join(x[depth:] for x in lines[i:end]))
+                if key in seen:
+                    i = end  # this cached relation's plan was counted already
+                    continue
+                seen.add(key)
+            elif "BroadcastExchange" in line:
+                broadcast += 1
+            elif "Exchange " in line and "ReusedExchange" not in line:
+                hashed += 1
+            i += 1
+    return {"shuffles": hashed, "broadcasts": broadcast}
 
 
 class Progress:
@@ -184,7 +192,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         else:
             found_df = p.findings
         found = [_finding_json(r) for r in found_df.collect()]
-        n_shuffles = shuffles(p.findings)
+        n_shuffles = shuffles(p.findings, *([p.handoffs] if p.handoffs is not None else []))
         # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
         counts = p.events.agg(F.count(F.when(F.col("part") == 0, 1)).alias("events"), F.count(F.lit(1)).alias("rows"),
                               F.countDistinct("group").alias("groups")).collect()[0]
