@@ -251,43 +251,30 @@ def summary(ho: DataFrame, max_examples: int) -> dict[str, Any]:
     """The report's ``delivery`` section, as the checker's ``DeliveryChecks.delivery_json`` writes it."""
     ho = ho.persist()  # four small results from one computation of the handoffs
     try:
-        return summary_from_rows({k: [r.asDict(recursive=True) for r in df.collect()]
-                                  for k, df in summary_frames(ho, max_examples)}, max_examples)
+        return _summary(ho, max_examples)
     finally:
         ho.unpersist()
 
 
-def summary_frames(ho: DataFrame, max_examples: int) -> list[tuple[str, DataFrame]]:
-    """The four small frames the ``delivery`` section is made of (``spark_analysis.mine`` collects them with the
-    report's other results in one query): totals, duplicates per cause, per partition, the first examples."""
+def _summary(ho: DataFrame, max_examples: int) -> dict[str, Any]:
     measured = ho.filter(F.col("measured"))
     tot = ho.agg(F.sum(F.col("measured").cast("int")).alias("handoffs"),
                  F.sum((~F.col("measured")).cast("int")).alias("unmeasured"),
                  F.sum(F.when(F.col("measured") & (F.col("duplicates") > 0), 1).otherwise(0)).alias("with_dups"),
-                 F.sum(F.when(F.col("measured"), F.col("duplicates")).otherwise(0)).alias("dups"))
-    by_cause = measured.filter(F.col("duplicates") > 0).groupBy("cause").agg(F.sum("duplicates").alias("d"))
-    per_partition = measured.groupBy(*TP_KEY).agg(F.count(F.lit(1)).alias("n"), F.sum("duplicates").alias("d"))
-    examples = measured.filter(F.col("duplicates") > 0).orderBy("group", "ts", "topic", "partition", "new") \
-        .limit(max_examples).select("group", "topic", "partition", "previous", "new", "ts", "start",
-                                    "previous_position", "committed", "duplicates", "cause", "detail", "evidence")
-    return [("handoff_totals", tot), ("handoff_causes", by_cause), ("handoff_partitions", per_partition),
-            ("handoff_examples", examples)]
-
-
-def summary_from_rows(got: dict[str, list[dict[str, Any]]], max_examples: int) -> dict[str, Any]:
-    """The ``delivery`` section from the rows of :func:`summary_frames` (each a dict), by frame name."""
-    tot = got["handoff_totals"][0]
-    by_cause = {r["cause"]: r["d"] for r in got.get("handoff_causes", [])}
+                 F.sum(F.when(F.col("measured"), F.col("duplicates")).otherwise(0)).alias("dups")).collect()[0]
+    by_cause = {r["cause"]: r["d"] for r in measured.filter(F.col("duplicates") > 0).groupBy("cause")
+                .agg(F.sum("duplicates").alias("d")).collect()}
     per_partition = [{"group": r["group"], "topic": r["topic"], "partition": r["partition"], "handoffs": r["n"],
                       "duplicates": r["d"]}
-                     for r in sorted(got.get("handoff_partitions", []),
-                                     key=lambda r: (r["group"], r["topic"], r["partition"]))]
+                     for r in measured.groupBy(*TP_KEY).agg(F.count(F.lit(1)).alias("n"),
+                                                            F.sum("duplicates").alias("d"))
+                     .orderBy(*TP_KEY).collect()]
     examples = [{"group": r["group"], "topic": r["topic"], "partition": r["partition"], "from": r["previous"],
                  "to": r["new"], "at": r["ts"], "start": r["start"], "previous_position": r["previous_position"],
                  "committed": r["committed"], "duplicates": r["duplicates"], "cause": r["cause"],
                  "detail": r["detail"], "evidence": list(r["evidence"])}
-                for r in sorted(got.get("handoff_examples", []),
-                                key=lambda r: (r["group"], r["ts"], r["topic"], r["partition"], r["new"]))]
+                for r in measured.filter(F.col("duplicates") > 0).orderBy("group", "ts", "topic", "partition", "new")
+                .limit(max_examples).collect()]
     with_dups = tot["with_dups"] or 0
     return {
         "handoffs": tot["handoffs"] or 0,

@@ -9,7 +9,6 @@ planned (docs/mining.md).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
@@ -169,58 +168,9 @@ def _finding_json(row: Any) -> dict[str, Any]:
             "message": row["message"]}
 
 
-def _json_rows(kind: str, df: DataFrame) -> DataFrame:
-    """``df``'s rows as ``kind, row``: one JSON object per row (nulls kept), so results of any shape share a union."""
-    return df.select(F.lit(kind).alias("kind"),
-                     F.to_json(F.struct(*df.columns), {"ignoreNullFields": "false"}).alias("row"))
-
-
-def _results(p: Plan, found: DataFrame, rebalances: DataFrame, handoffs: DataFrame | None,
-             config: MineConfig) -> DataFrame:
-    """Every result the report needs but the findings, as one tagged frame: one query, planned and compiled once.
-
-    Each was its own action before (a dozen: counts, the well-formedness summary, the analytics tables, the
-    unchecked counts, the handoff summary), each analysed, optimised and code-generated on its own -- at
-    100k events that planning and the JIT compiling its code were most of the JVM's CPU (docs/benchmarks.md).
-    The branches read the cached frames of :func:`plan`; the order of each table is restored on the driver.
-    """
-    # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
-    counts = p.events.agg(F.count(F.when(F.col("part") == 0, 1)).alias("events"), F.count(F.lit(1)).alias("rows"),
-                          F.countDistinct("group").alias("groups"))
-    pause = F.col("pause_ms")
-    # DataFrame.summary's statistics, as it computes them: strings; the median by percentile_approx at its
-    # default accuracy
-    pause_summary = p.pauses.agg(F.count(pause).cast("string").alias("count"), F.min(pause).cast("string").alias("min"),
-                                 F.percentile_approx(pause, 0.5, 10000).cast("string").alias("50%"),
-                                 F.max(pause).cast("string").alias("max"))
-    parts = [
-        _json_rows("finding", found),
-        _json_rows("counts", counts),
-        _json_rows("wellformed", wf.summary(p.malformed)),
-        _json_rows("per_minute", rb.per_minute(rebalances)),
-        _json_rows("storms", rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)),
-        _json_rows("rebalances", rebalances.agg(F.count(F.lit(1)).alias("n"))),
-        _json_rows("pause_summary", pause_summary),
-        _json_rows("longest_pauses", p.pauses.orderBy(F.desc("pause_ms"), "group", "member", "start").limit(20)),
-        _json_rows("pause_histogram", p.pauses.groupBy((F.floor(pause / 1000) * 1000).alias("bucket_ms")).count()),
-        _json_rows("moved", p.moves.agg(F.count(F.lit(1)).alias("n"))),
-        _json_rows("unchecked", p.unchecked),
-    ]
-    if handoffs is not None:
-        parts += [_json_rows(k, df) for k, df in hd.summary_frames(handoffs, config.max_examples)]
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
-
-
 def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: MineConfig = MineConfig(),
         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Execute the job; write ``out/violations.parquet`` (every finding) when ``out`` is given.
-
-    Two actions: the findings written (the corpus read, every rule's windows and the cached frames computed),
-    then every other result in one query over the cached frames and the written findings (:func:`_results`).
-    """
+    """Execute the job; write ``out/violations.parquet`` (every finding) when ``out`` is given."""
     started = time.monotonic()
     p = plan(spark, corpus, config)
     with Progress(spark, progress):
@@ -229,30 +179,27 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
             found_df = spark.read.parquet(str(out / "violations.parquet"))
         else:
             found_df = p.findings
+        found = [_finding_json(r) for r in found_df.collect()]
         n_shuffles = shuffles(p.findings)
-        # each read by several branches of the results query: computed once, when that query first reads them
-        handoffs = p.handoffs.persist() if p.handoffs is not None else None
+        # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
+        counts = p.events.agg(F.count(F.when(F.col("part") == 0, 1)).alias("events"), F.count(F.lit(1)).alias("rows"),
+                              F.countDistinct("group").alias("groups")).collect()[0]
+        bad = [r.asDict(recursive=True) for r in wf.summary(p.malformed).collect()]
         rebalances = p.rebalances.persist()
-        got: dict[str, list[dict[str, Any]]] = {}
-        for r in _results(p, found_df, rebalances, handoffs, config).collect():
-            got.setdefault(r["kind"], []).append(json.loads(r["row"]))
+        per_minute = [r.asDict() for r in rb.per_minute(rebalances).orderBy("group", "minute").collect()]
+        storms = [r.asDict() for r in rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)
+                  .orderBy("group", "window_start").collect()]
+        pauses = p.pauses.select("pause_ms").summary("count", "min", "50%", "max").collect()
+        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms")).limit(20).collect()]
+        pause_hist = [r.asDict() for r in p.pauses.groupBy(
+            (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
+        moved = p.moves.count()
+        unchecked_rows = sorted((r.asDict() for r in p.unchecked.collect()),
+                                key=lambda r: (r["group"], r["what"], r["policy"] or ""))
+        rb_total = rebalances.count()
+        delivery = hd.summary(p.handoffs, config.max_examples) if p.handoffs is not None else None
         rebalances.unpersist()
-        if handoffs is not None:
-            handoffs.unpersist()
     p.release()
-    found = [_finding_json(r) for r in got.get("finding", [])]
-    counts = got["counts"][0]
-    bad = got.get("wellformed", [])
-    per_minute = sorted(got.get("per_minute", []), key=lambda r: (r["group"], r["minute"]))
-    storms = sorted(got.get("storms", []), key=lambda r: (r["group"], r["window_start"]))
-    pauses = got["pause_summary"][0]
-    pause_top = sorted(got.get("longest_pauses", []), key=lambda r: (-r["pause_ms"], r["group"], r["member"],
-                                                                     r["start"]))
-    pause_hist = sorted(got.get("pause_histogram", []), key=lambda r: r["bucket_ms"])
-    moved = got["moved"][0]["n"]
-    unchecked_rows = sorted(got.get("unchecked", []), key=lambda r: (r["group"], r["what"], r["policy"] or ""))
-    rb_total = got["rebalances"][0]["n"]
-    delivery = hd.summary_from_rows(got, config.max_examples) if handoffs is not None else None
     found.sort(key=lambda f: (f["severity"] != inv.VIOLATION, f["group"], f["window"][0], f["invariant"],
                               f["members"], [(t["topic"], t["partition"]) for t in f["partitions"]]))
     violations = [f for f in found if f["severity"] == inv.VIOLATION]
@@ -284,7 +231,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
             "rebalances_per_minute": per_minute,
             "storms": storms,
             "partitions_moved": moved,
-            "pause_summary": pauses,
+            "pause_summary": {r["summary"]: r["pause_ms"] for r in pauses},
             "longest_pauses": pause_top,
             "pause_histogram": pause_hist,
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
