@@ -114,27 +114,57 @@ def _jvm_cpu_s(spark: Any) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _jvm_threads_cpu(spark: Any) -> dict[str, float]:
-    """The driver JVM's CPU seconds so far by kind of thread (``/proc/PID/task/*``): Spark's task threads
-    (the data work), the JIT compilers, the garbage collector, and the rest (the driver: analysis, planning
-    and code generation on the py4j threads, the scheduler). Task threads are pooled and end after a minute
-    idle, taking their count with them: ``ended_threads`` is the process's total less the live threads'
-    (almost all of it task threads)."""
-    kinds = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "driver_other": 0.0, "ended_threads": 0.0}
-    tick = os.sysconf("SC_CLK_TCK")
-    for task in Path(f"/proc/{_jvm_pid(spark)}/task").iterdir():
-        try:
-            comm = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the thread ended meanwhile
-        cpu = (int(fields[11]) + int(fields[12])) / tick
-        kind = ("tasks" if comm.startswith("Executor task") else "jit" if "Compiler" in comm
-                else "gc" if comm.startswith(("G1 ", "GC ")) else "driver_other")
-        kinds[kind] += cpu
-    fields = Path(f"/proc/{_jvm_pid(spark)}/stat").read_text().rsplit(")", 1)[1].split()
-    kinds["ended_threads"] = max(0.0, (int(fields[11]) + int(fields[12])) / tick - sum(kinds.values()))
-    return {k: round(v, 1) for k, v in kinds.items()}
+def _thread_kind(comm: str) -> str:
+    return ("tasks" if comm.startswith("Executor task") else "jit" if "Compiler" in comm
+            else "gc" if comm.startswith(("G1 ", "GC ")) else "driver_other")
+
+
+class ThreadCpu:
+    """The driver JVM's CPU seconds by kind of thread (``/proc/PID/task/*``): Spark's task threads (the data
+    work), the JIT compilers, the garbage collector, and the rest (the driver: analysis, planning and code
+    generation on the py4j threads, the scheduler).
+
+    Task threads are pooled and end after a minute idle, taking their count with them; a one-off reading at
+    the end estimated them as the process's total less the live threads', which mixed them with everything
+    else that had ended (and misled most under local[1]). This samples every thread each second while the
+    job runs and keeps each thread's last reading under its own kind: ``ended_unseen`` is only what threads
+    used after their last sample (at most a second each)."""
+
+    def __init__(self, pid: int, every_s: float = 1.0) -> None:
+        import threading
+
+        self.pid = pid
+        self.every_s = every_s
+        self.last: dict[str, tuple[str, float]] = {}  # tid -> (kind, cpu s)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                comm = (task / "comm").read_text().strip()
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # the thread ended meanwhile
+            self.last[task.name] = (_thread_kind(comm), (int(fields[11]) + int(fields[12])) / tick)
+
+    def _loop(self) -> None:
+        while not self.stop.wait(self.every_s):
+            self._sample()
+
+    def result(self) -> dict[str, float]:
+        self.stop.set()
+        self.thread.join()
+        self._sample()
+        kinds = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "driver_other": 0.0}
+        for kind, cpu in self.last.values():
+            kinds[kind] += cpu
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        kinds["ended_unseen"] = max(0.0, total - sum(kinds.values()))
+        return {k: round(v, 1) for k, v in kinds.items()}
 
 
 def _dir_name(master: str) -> str:
@@ -142,7 +172,8 @@ def _dir_name(master: str) -> str:
     return master.replace("[", "-").replace("]", "").replace("*", "all").replace("/", "").replace(":", "")
 
 
-def spark_run(corpus: Path, master: str, out: Path, core_only: bool) -> dict[str, Any]:
+def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
+              conf: dict[str, str] | None = None) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from spark_analysis import invariants as inv
@@ -151,8 +182,9 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool) -> dict[str
 
     started = time.monotonic()
     load_before = os.getloadavg()[0]
-    spark = session.build(master, app="bench spark", extra={"spark.driver.memory": "6g"})
+    spark = session.build(master, app="bench spark", extra={"spark.driver.memory": "6g", **(conf or {})})
     cpu_start = _jvm_cpu_s(spark)
+    threads = ThreadCpu(_jvm_pid(spark))
     try:
         if core_only:
             cached: list[Any] = []
@@ -177,7 +209,7 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool) -> dict[str
         result["seconds"] = round(time.monotonic() - started, 2)
         result["jvm_cpu_s"] = round(_jvm_cpu_s(spark) - cpu_start, 1)
         # where that CPU went (since the JVM started; the session's start-up is a second or two of it)
-        result["jvm_cpu_by_thread_s"] = _jvm_threads_cpu(spark)
+        result["jvm_cpu_by_thread_s"] = threads.result()
         result["driver_jvm_peak_mb"] = _jvm_peak_mb(spark)
         result["spark_version"] = spark.version
         result["load_1min"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
@@ -237,13 +269,15 @@ SELECT (SELECT count(*) FROM ov) + (SELECT count(*) FROM un)
 """
 
 
-def duckdb_run(corpus: Path, threads: int) -> dict[str, Any]:
+def duckdb_run(corpus: Path, threads: int, memory_limit: str = "8GB") -> dict[str, Any]:
     import duckdb
 
     started = time.monotonic()
     cpu_start = time.process_time()
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute("SET temp_directory = '{}'".format(corpus.parent / "duckdb-spill"))
     n = con.execute(DUCKDB_CORE.format(events=corpus / "events")).fetchone()
     con.close()
     return {"findings": n[0] if n else None, "seconds": round(time.monotonic() - started, 2),
@@ -278,30 +312,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-duckdb", action="store_true")
     parser.add_argument("--no-core", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench" / "spark.json")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting over the session's own (repeatable): to measure a tuning")
+    parser.add_argument("--duckdb-memory", default="8GB",
+                        help="DuckDB's memory_limit: past it DuckDB spills to disk instead of taking the machine")
     args = parser.parse_args(argv)
+    conf = dict(c.split("=", 1) for c in args.conf)
     args.work.mkdir(parents=True, exist_ok=True)
     pool_dir = pool(args.work, args.pool_groups)
-    results: dict[str, Any] = {"machine": platform.platform(), "pool_groups": args.pool_groups, "runs": []}
+    results: dict[str, Any] = {"machine": platform.platform(), "pool_groups": args.pool_groups, "conf": conf,
+                               "duckdb_memory_limit": args.duckdb_memory, "runs": []}
     results["checker"] = checker_run(pool_dir, args.pool_groups)
     print(f"checker (one process): {results['checker']}", flush=True)
     for size in (int(s) for s in args.sizes.split(",")):
         corpus_dir, events, copies = replicate(pool_dir, args.work, size)
         run: dict[str, Any] = {"target": size, "events": events, "copies": copies}
         for master in args.masters.split(","):
-            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False)
+            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False, conf=conf)
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None
             run[f"spark {master} whole"] = r
             print(f"{events:,} events, spark {master} whole job: {r}", flush=True)
         if not args.no_core:
             master = args.masters.split(",")[-1]
-            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}-core", core_only=True)
+            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}-core", core_only=True, conf=conf)
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None
             run[f"spark {master} core"] = r
             print(f"{events:,} events, spark {master} core: {r}", flush=True)
         if not args.no_duckdb:
-            r = duckdb_run(corpus_dir, threads=2)
+            r = duckdb_run(corpus_dir, threads=2, memory_limit=args.duckdb_memory)
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_cpu_s"] = round(events / r["cpu_s"]) if r["cpu_s"] else None
             run["duckdb core"] = r
