@@ -49,6 +49,12 @@ def _label(topic: str = "topic", partition: str = "partition") -> Column:
     return F.concat_ws("-", F.col(topic), F.col(partition).cast("string"))
 
 
+def labels(tps: Column) -> Column:
+    """``t-0, t-1`` (the checker's ``tp_label`` list) from an array of ``{topic, partition}``, in its order."""
+    return F.array_join(F.transform(tps, lambda x: F.concat_ws("-", x["topic"], x["partition"].cast("string"))),
+                        ", ")
+
+
 def finding(invariant: str | Column, severity: str, members: Column, partitions: Column, t0: Column, t1: Column,
             evidence: Column, message: Column, occurrences: Column | None = None) -> list[Column]:
     inv = F.lit(invariant) if isinstance(invariant, str) else invariant

@@ -26,18 +26,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_analysis.invariants import VIOLATION, _tp, finding
+from spark_analysis.invariants import VIOLATION, _tp, finding, labels
 from spark_analysis.ownership import ASSIGNED, REVOKED, STARTUP, UNB, where
 from traces.coordinator_checks import _MEMBERSHIP_REASON, _PROTOCOL_CHANGE_REASON
 
 REBALANCE, STABLE = "coordinator_rebalance", "coordinator_stable"
 REMOVED, STATE = "coordinator_member_removed", "coordinator_state"
-
-
-def _labels(tps: Column) -> Column:
-    """``t-0, t-1`` from an array of ``{topic, partition}`` in event order."""
-    return F.array_join(F.transform(tps, lambda x: F.concat_ws("-", x["topic"], x["partition"].cast("string"))),
-                        ", ")
 
 
 def _per_event(cands: DataFrame, *keep: str, **more: Column) -> DataFrame:
@@ -58,7 +52,7 @@ def unsubscribed(rows: DataFrame) -> DataFrame:
     return ev.select(*finding(
         "subscribed-only", VIOLATION, F.array(F.col("member")), F.col("tps"), F.col("timestamp"), F.col("timestamp"),
         F.array(F.col("w")), F.format_string("%s was assigned %s but subscribes only to %s", F.col("member"),
-                                             _labels(F.col("tps")), F.col("subs"))))
+                                             labels(F.col("tps")), F.col("subs"))))
 
 
 def revoked_came_back(rows: DataFrame) -> DataFrame:
@@ -100,12 +94,12 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
         F.array(F.col("pw"), F.col("w")),
         F.format_string("cooperative member %s revoked %s before rejoining and got %s back in generation %d with "
                         "nobody else owning them in between: it revoked partitions that did not move",
-                        F.col("member"), _labels(F.col("tps")), them(F.col("tps")), F.col("g")))).unionByName(
+                        F.col("member"), labels(F.col("tps")), them(F.col("tps")), F.col("g")))).unionByName(
         again.select(*finding(
             "revoke-only-moved", VIOLATION, F.array(F.col("member")), F.col("tps"), F.col("timestamp"),
             F.col("timestamp"), F.array(F.col("w")),
             F.format_string("cooperative member %s revoked %s and was assigned %s again in the same generation %d",
-                            F.col("member"), _labels(F.col("tps")), them(F.col("tps")), F.col("g")))))
+                            F.col("member"), labels(F.col("tps")), them(F.col("tps")), F.col("g")))))
 
 
 def _java(pattern: str) -> str:

@@ -29,18 +29,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_analysis.invariants import VIOLATION, finding
+from spark_analysis.invariants import VIOLATION, _tp, finding, labels
 from spark_analysis.ownership import ASSIGNED, SHUTDOWN, STARTUP, where
 
 SYNCED = "group_synced"
 REJECTING = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID")
 NEVER = 1 << 62  # the seq of a clearing event that does not come
-
-
-def _labels(tps: str) -> F.Column:
-    """``t-0, t-1`` as the checker's ``tp_label`` list writes it."""
-    return F.array_join(F.transform(F.col(tps), lambda p: F.concat_ws("-", p["topic"], p["partition"].cast("string"))),
-                        ", ")
 
 
 def rejected_generations(rows: DataFrame, iv: DataFrame) -> DataFrame:
@@ -52,8 +46,7 @@ def rejected_generations(rows: DataFrame, iv: DataFrame) -> DataFrame:
         "group", "member", "life", F.col("seq").alias("r_seq"), F.col("generation").alias("r_gen"),
         F.concat(F.col("error"), F.lit(" at "), where()).alias("told"))
     own = iv.select(F.col("group").alias("i_group"), F.col("member").alias("i_member"), "start_seq", "end",
-                    F.struct(F.col("topic").alias("topic"), F.col("partition").cast("int").alias("partition"))
-                    .alias("tp"))
+                    _tp().alias("tp"))
     # what it owned when told: the intervals spanning the rejection (an inner join: a rejection while it owned
     # nothing leaves the checker's memory as it was, so it is no rejection here either)
     held = rej.join(own, (rej["group"] == own["i_group"]) & (rej["member"] == own["i_member"])
@@ -104,11 +97,11 @@ def rejected_generations(rows: DataFrame, iv: DataFrame) -> DataFrame:
     revoked_msg = F.format_string(
         "%s revoked %s after the coordinator rejected its generation %d (%s); a member whose generation was rejected "
         "reports what it owned lost (onPartitionsLost), it cannot revoke it under that generation",
-        F.col("member"), _labels("tps"), F.col("r_gen"), F.col("told"))
+        F.col("member"), labels(F.col("tps")), F.col("r_gen"), F.col("told"))
     kept_msg = F.format_string(
         "%s was assigned generation %d still owning %s from generation %d, which the coordinator had rejected (%s); "
         "it should have reported them lost before rejoining",
-        F.col("member"), F.col("a.a_gen"), _labels("tps"), F.col("r_gen"), F.col("told"))
+        F.col("member"), F.col("a.a_gen"), labels(F.col("tps")), F.col("r_gen"), F.col("told"))
     return on_revoke.select(*finding(
         "generation-monotonic", VIOLATION, F.array(F.col("member")), F.col("tps"), F.col("ts"), F.col("ts"),
         F.array(F.col("told"), F.col("w")), revoked_msg)).unionByName(on_assign.select(*finding(
