@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,23 +25,14 @@ from conformance.drivers.common import parse_args
 from conformance.drivers.confluent_kafka import client_config
 from conformance.kafka import env_problem
 from conformance.real_run import unsupported
+from tests.conformance.scenarios import join, produce, scenario, step
 
 ROOT = Path(__file__).resolve().parents[2]
 # joins, records, a kill (fenced at session expiry), a stall past max.poll.interval.ms (the member leaves
 # and rejoins), a clean leave; commitSync after each poll, so the delivery rules are judged too
-SCENARIO: dict[str, Any] = {
-    "topics": {"orders": 6},
-    "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
-               "initial_rebalance_delay_ms": 0, "enable_auto_commit": False, "commit": "sync"},
-    "steps": [{"at": 0, "do": "join", "member": "a", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 30000, "do": "join", "member": "b", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 45000, "do": "produce", "topic": "orders", "records": 3},
-              {"at": 60000, "do": "join", "member": "c", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 90000, "do": "crash", "member": "b"},
-              {"at": 120000, "do": "stall", "member": "c", "for_ms": 16000},
-              {"at": 150000, "do": "produce", "topic": "orders", "records": 3},
-              {"at": 180000, "do": "leave", "member": "a"}],
-    "until": 210000}
+SCENARIO = scenario(join(0, "a"), join(30000, "b"), produce(45000), join(60000, "c"), step(90000, "crash", "b"),
+                    step(120000, "stall", "c", for_ms=16000), produce(150000), step(180000, "leave", "a"),
+                    until=210000)
 
 
 def test_the_driver_leaves_the_brokers_settings_to_the_broker_under_the_consumer_protocol() -> None:
