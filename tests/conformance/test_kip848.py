@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance import campaign, kip848, strategies
+from conformance import campaign, kip848, real_run, strategies
 from conformance.drivers.common import parse_args
 from conformance.drivers.confluent_kafka import client_config
+from conformance.drivers.process import owned_after, read_events
 from conformance.kafka import env_problem
 from conformance.real_run import unsupported
+from model.types import TopicPartition
 from tests.conformance.scenarios import join, produce, scenario, step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +148,26 @@ def test_a_consumer_protocol_run_of_conform_on_the_mock_is_judged_by_the_checker
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)["runs"]
     assert [(x["strategy"], x["verdict"]) for x in runs] == [("consumer-protocol", "pass")]
+
+
+@pytest.mark.clients
+def test_the_consumer_protocol_settle_waits_for_a_killed_members_fence_whatever_the_session(tmp_path: Path) -> None:
+    """A killed member's partitions move only once the coordinator fences it at session expiry, and the
+    consumer-protocol settle waits for that. Its deadline starts after the expiry, as the classic settle's
+    starts after its wait: a run's session (here 10 s, scaled) may be longer than the deadline (here 5 s). It
+    used to count from the kill, so a scenario with a session past about 96 s went on to its next step
+    before the fence, with a ``settle_timeout`` note."""
+    doc = scenario(join(0, "a"), join(30000, "b"), step(60000, "crash", "b"), until=90000)
+    doc["config"]["session_timeout_ms"] = 40000
+    clients = dict.fromkeys("ab", "confluent-kafka")
+    with real_run.RealRun(doc, clients, tmp_path, settle_deadline_s=5.0, protocol="consumer") as run:
+        result = run.run()
+    assert run.session_ms == 10000 and result.error is None, result.error
+    assert [e["step"] for e in result.timeline] == ["join", "join", "crash", "end"], result.timeline
+    # when the crash's settle ended, the survivor owned every partition
+    end = result.timeline[-1]["timestamp"]
+    a = [e for e in read_events(tmp_path / "a#1.jsonl") if e["timestamp"] <= end]
+    assert owned_after(a) == {TopicPartition("orders", p) for p in range(6)}
 
 
 @pytest.mark.kafka_matrix
