@@ -431,8 +431,8 @@ class RealRun:
             self._start_member(member)
             return 0
         # The mock checks sessions once a second. Under the consumer protocol the settle itself waits
-        # for the fence: the survivors cannot cover the dead member's partitions before it.
-        expiry = self.session_ms + 1200 if self.protocol == "classic" else 0
+        # for the fence (_settle): the survivors cannot cover the dead member's partitions before it.
+        expiry = self._expiry_ms() if self.protocol == "classic" else 0
         if do == "crash":
             self.processes[member].kill()
             return expiry
@@ -575,7 +575,9 @@ class RealRun:
         assert self.proxy is not None
         proxy = self.proxy
         if self.protocol == "consumer":
-            self._settle_consumer(wait_ms)
+            # After a kill the group settles only once the coordinator has fenced the member, up to a session
+            # later: the deadline starts after that, as the classic settle's starts after its expiry wait.
+            self._settle_consumer(wait_ms, self._expiry_ms() if do in ("crash", "restart") else 0)
             return
         if wait_ms:
             with self._phase("wait"):
@@ -603,16 +605,17 @@ class RealRun:
                     return
                 self._sleep(0.05)
 
-    def _settle_consumer(self, wait_ms: int) -> None:
+    def _settle_consumer(self, wait_ms: int, fence_ms: int = 0) -> None:
         """The consumer protocol's settle: wait ``wait_ms``, then until the live members own every partition
         of their topics exactly once (:func:`shared_once`, by their traces) and nothing changed for
         :data:`QUIET_MS`. A dead member's partitions are the coordinator's to give only after it fenced
-        the member (session expiry, or the leave heartbeat), so this waits for the fence too."""
+        the member (session expiry, or the leave heartbeat), so this waits for the fence too, ``fence_ms``
+        at the most, besides the settle's deadline."""
         if wait_ms:
             with self._phase("wait"):
                 self._sleep(wait_ms / 1000)
         with self._phase("settle"):
-            deadline = time.monotonic() + self.settle_deadline_s
+            deadline = time.monotonic() + self.settle_deadline_s + fence_ms / 1000
             seen: dict[str, frozenset[TopicPartition]] | None = None
             since = time.monotonic()
             while True:
@@ -631,6 +634,11 @@ class RealRun:
                                                         for m, tps in owned.items()})
                     return
                 self._sleep(0.05)
+
+    def _expiry_ms(self) -> int:
+        """How long after a kill the coordinator has expired the member: its session, plus the mock's
+        once-a-second check."""
+        return self.session_ms + 1200
 
     def _live_clients(self) -> set[str]:
         """The client ids (``a#1``) of the member processes still running."""

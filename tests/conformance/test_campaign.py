@@ -22,19 +22,12 @@ from conformance.group_wire import decode_subscription
 from conformance.mock_cluster import MockCluster, MockClusterError
 from conformance.real_run import CLIENT_ASSIGNORS, member_clients, rejoins_due, unsupported
 from model.scenario import parse
+from tests.conformance.scenarios import join, produce, scenario, step
 
 ROOT = Path(__file__).resolve().parents[2]
 MIXED = ["confluent-kafka", "kafka-python", "aiokafka"]
-SCENARIO = {"topics": {"orders": 6},
-            "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
-                       "initial_rebalance_delay_ms": 0, "enable_auto_commit": False, "commit": "sync"},
-            "steps": [{"at": 0, "do": "join", "member": "a", "assignors": ["range"], "topics": ["orders"]},
-                      {"at": 30000, "do": "join", "member": "b", "assignors": ["range"], "topics": ["orders"]},
-                      {"at": 45000, "do": "produce", "topic": "orders", "records": 3},
-                      {"at": 60000, "do": "join", "member": "c", "assignors": ["range"], "topics": ["orders"]},
-                      {"at": 90000, "do": "crash", "member": "b"},
-                      {"at": 120000, "do": "leave", "member": "a"}],
-            "until": 150000}
+SCENARIO = scenario(join(0, "a"), join(30000, "b"), produce(45000), join(60000, "c"), step(90000, "crash", "b"),
+                    step(120000, "leave", "a"), until=150000)
 
 
 def test_drawn_scenarios_are_reproducible_and_simulate_accepts_them() -> None:

@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conformance import campaign, strategies
 from conformance.drivers.process import read_events
+from tests.conformance.scenarios import join, scenario, step
 
-SCENARIO: dict[str, Any] = {
-    "topics": {"orders": 6},
-    "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
-               "initial_rebalance_delay_ms": 0, "enable_auto_commit": False, "commit": "sync"},
-    "steps": [{"at": 0, "do": "join", "member": "a", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 30000, "do": "join", "member": "b", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 60000, "do": "join", "member": "c", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 90000, "do": "freeze", "member": "b", "for_ms": 9000},
-              {"at": 120000, "do": "freeze", "member": "c", "for_ms": 3000}],
-    "until": 150000}
+SCENARIO = scenario(join(0, "a"), join(30000, "b"), join(60000, "c"), step(90000, "freeze", "b", for_ms=9000),
+                    step(120000, "freeze", "c", for_ms=3000), until=150000)
 
 
 def test_freezes_are_drawn_within_and_past_the_session() -> None:

@@ -17,32 +17,24 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from conformance import campaign, kip848, strategies
+from conformance import campaign, kip848, real_run, strategies
 from conformance.drivers.common import parse_args
 from conformance.drivers.confluent_kafka import client_config
+from conformance.drivers.process import owned_after, read_events
 from conformance.kafka import env_problem
 from conformance.real_run import unsupported
+from model.types import TopicPartition
+from tests.conformance.scenarios import join, produce, scenario, step
 
 ROOT = Path(__file__).resolve().parents[2]
 # joins, records, a kill (fenced at session expiry), a stall past max.poll.interval.ms (the member leaves
 # and rejoins), a clean leave; commitSync after each poll, so the delivery rules are judged too
-SCENARIO: dict[str, Any] = {
-    "topics": {"orders": 6},
-    "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
-               "initial_rebalance_delay_ms": 0, "enable_auto_commit": False, "commit": "sync"},
-    "steps": [{"at": 0, "do": "join", "member": "a", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 30000, "do": "join", "member": "b", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 45000, "do": "produce", "topic": "orders", "records": 3},
-              {"at": 60000, "do": "join", "member": "c", "assignors": ["range"], "topics": ["orders"]},
-              {"at": 90000, "do": "crash", "member": "b"},
-              {"at": 120000, "do": "stall", "member": "c", "for_ms": 16000},
-              {"at": 150000, "do": "produce", "topic": "orders", "records": 3},
-              {"at": 180000, "do": "leave", "member": "a"}],
-    "until": 210000}
+SCENARIO = scenario(join(0, "a"), join(30000, "b"), produce(45000), join(60000, "c"), step(90000, "crash", "b"),
+                    step(120000, "stall", "c", for_ms=16000), produce(150000), step(180000, "leave", "a"),
+                    until=210000)
 
 
 def test_the_driver_leaves_the_brokers_settings_to_the_broker_under_the_consumer_protocol() -> None:
@@ -156,6 +148,26 @@ def test_a_consumer_protocol_run_of_conform_on_the_mock_is_judged_by_the_checker
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)["runs"]
     assert [(x["strategy"], x["verdict"]) for x in runs] == [("consumer-protocol", "pass")]
+
+
+@pytest.mark.clients
+def test_the_consumer_protocol_settle_waits_for_a_killed_members_fence_whatever_the_session(tmp_path: Path) -> None:
+    """A killed member's partitions move only once the coordinator fences it at session expiry, and the
+    consumer-protocol settle waits for that. Its deadline starts after the expiry, as the classic settle's
+    starts after its wait: a run's session (here 10 s, scaled) may be longer than the deadline (here 5 s). It
+    used to count from the kill, so a scenario with a session past about 96 s went on to its next step
+    before the fence, with a ``settle_timeout`` note."""
+    doc = scenario(join(0, "a"), join(30000, "b"), step(60000, "crash", "b"), until=90000)
+    doc["config"]["session_timeout_ms"] = 40000
+    clients = dict.fromkeys("ab", "confluent-kafka")
+    with real_run.RealRun(doc, clients, tmp_path, settle_deadline_s=5.0, protocol="consumer") as run:
+        result = run.run()
+    assert run.session_ms == 10000 and result.error is None, result.error
+    assert [e["step"] for e in result.timeline] == ["join", "join", "crash", "end"], result.timeline
+    # when the crash's settle ended, the survivor owned every partition
+    end = result.timeline[-1]["timestamp"]
+    a = [e for e in read_events(tmp_path / "a#1.jsonl") if e["timestamp"] <= end]
+    assert owned_after(a) == {TopicPartition("orders", p) for p in range(6)}
 
 
 @pytest.mark.kafka_matrix

@@ -24,14 +24,10 @@ from conformance import campaign
 from conformance import real_run as rr
 from conformance.drivers import process
 from conformance.drivers.process import WarmPool, read_events
+from tests.conformance.scenarios import join, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO = {"topics": {"orders": 4},
-            "config": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "max_poll_interval_ms": 12000,
-                       "initial_rebalance_delay_ms": 0, "enable_auto_commit": False, "commit": "sync"},
-            "steps": [{"at": 0, "do": "join", "member": "a", "assignors": ["range"], "topics": ["orders"]},
-                      {"at": 30000, "do": "join", "member": "b", "assignors": ["range"], "topics": ["orders"]}],
-            "until": 60000}
+SCENARIO = scenario(join(0, "a"), join(30000, "b"), until=60000, partitions=4)
 
 
 def group_members(pgid: int) -> list[int]:

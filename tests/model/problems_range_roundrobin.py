@@ -10,7 +10,9 @@ order: the assignors must not depend on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from random import Random
 
 from hypothesis import strategies as st
 
@@ -87,6 +89,37 @@ def by_instance(subscriptions: Sequence[Subscription],
                 result: Mapping[str, tuple[TopicPartition, ...]]) -> dict[str, tuple[TopicPartition, ...]]:
     """An assignment keyed by instance id (static members only), as Kafka's checkStaticAssignment."""
     return {s.instance_id: result[s.member_id] for s in subscriptions if s.instance_id is not None}
+
+
+# --- properties both assignors keep ------------------------------------------------------------------
+
+Assign = Callable[[Mapping[str, int], Sequence[Subscription]], dict[str, tuple[TopicPartition, ...]]]
+
+
+def assert_each_subscribed_partition_once(run: Assign, problem: tuple[dict[str, int], list[Subscription]]) -> None:
+    """Every member is listed, in the order given; every partition of a subscribed topic goes to exactly one
+    member, one that subscribes to its topic; each member's partitions are sorted."""
+    partitions_per_topic, subscriptions = problem
+    result = run(partitions_per_topic, subscriptions)
+    assert list(result) == [s.member_id for s in subscriptions]
+    topics_of = {s.member_id: set(s.topics) for s in subscriptions}
+    owners = Counter(tp for assigned in result.values() for tp in assigned)
+    subscribed = set().union(*topics_of.values())
+    assert set(owners) == {TopicPartition(t, p) for t, n in partitions_per_topic.items() if t in subscribed
+                           for p in range(n)}
+    assert all(count == 1 for count in owners.values())
+    for member, assigned in result.items():
+        assert all(tp.topic in topics_of[member] for tp in assigned)
+        assert list(assigned) == sorted(assigned)
+
+
+def assert_order_independent(run: Assign, problem: tuple[dict[str, int], list[Subscription]],
+                             random: Random) -> None:
+    """The same assignment whatever order the subscriptions come in (Kafka sorts the members first)."""
+    partitions_per_topic, subscriptions = problem
+    shuffled = list(subscriptions)
+    random.shuffle(shuffled)
+    assert run(partitions_per_topic, shuffled) == run(partitions_per_topic, subscriptions)
 
 
 # --- an oracle: Kafka's round-robin loop, transcribed literally -------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from random import Random
 
@@ -15,7 +14,14 @@ from model.assignors import range as range_assignor
 from model.invariants.assignment import AssignmentProblem, balanced
 from model.mutants import MUTANTS
 from model.types import Subscription, TopicPartition
-from tests.model.problems_range_roundrobin import by_instance, problems, sub, tps
+from tests.model.problems_range_roundrobin import (
+    assert_each_subscribed_partition_once,
+    assert_order_independent,
+    by_instance,
+    problems,
+    sub,
+    tps,
+)
 
 
 def run(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subscription]) -> dict[str, tuple[TopicPartition, ...]]:
@@ -221,18 +227,7 @@ def test_matches_a_literal_transcription_of_kafkas_loop(problem: tuple[dict[str,
 @given(problems())
 def test_every_subscribed_partition_assigned_exactly_once_to_a_subscriber(
         problem: tuple[dict[str, int], list[Subscription]]) -> None:
-    partitions_per_topic, subscriptions = problem
-    result = run(partitions_per_topic, subscriptions)
-    assert list(result) == [s.member_id for s in subscriptions]
-    topics_of = {s.member_id: set(s.topics) for s in subscriptions}
-    owners = Counter(tp for tps in result.values() for tp in tps)
-    subscribed = set().union(*topics_of.values())
-    assert set(owners) == {TopicPartition(t, p) for t, n in partitions_per_topic.items() if t in subscribed
-                           for p in range(n)}
-    assert all(count == 1 for count in owners.values())
-    for member, assigned in result.items():
-        assert all(tp.topic in topics_of[member] for tp in assigned)
-        assert list(assigned) == sorted(assigned)
+    assert_each_subscribed_partition_once(run, problem)
 
 
 @settings(max_examples=300)
@@ -258,10 +253,7 @@ def test_per_topic_counts_differ_by_at_most_one_with_the_extra_to_the_first_memb
 @given(problems(), st.randoms(use_true_random=False))
 def test_result_does_not_depend_on_the_order_of_subscriptions(
         problem: tuple[dict[str, int], list[Subscription]], random: Random) -> None:
-    partitions_per_topic, subscriptions = problem
-    shuffled = list(subscriptions)
-    random.shuffle(shuffled)
-    assert run(partitions_per_topic, shuffled) == run(partitions_per_topic, subscriptions)
+    assert_order_independent(run, problem, random)
 
 
 # --- the mutant -----------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ a literal transcription of Kafka's loop as the oracle for the model's slicing, a
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from random import Random
 
@@ -16,6 +15,8 @@ from model.invariants.assignment import AssignmentProblem, balanced
 from model.mutants import MUTANTS
 from model.types import Subscription, TopicPartition
 from tests.model.problems_range_roundrobin import (
+    assert_each_subscribed_partition_once,
+    assert_order_independent,
     by_instance,
     equal_subscription_problems,
     kafka_round_robin,
@@ -164,18 +165,7 @@ def test_matches_a_literal_transcription_of_kafkas_loop(problem: Problem) -> Non
 @settings(max_examples=300)
 @given(problems())
 def test_every_subscribed_partition_assigned_exactly_once_to_a_subscriber(problem: Problem) -> None:
-    partitions_per_topic, subscriptions = problem
-    result = run(partitions_per_topic, subscriptions)
-    assert list(result) == [s.member_id for s in subscriptions]
-    topics_of = {s.member_id: set(s.topics) for s in subscriptions}
-    owners = Counter(tp for assigned in result.values() for tp in assigned)
-    subscribed = set().union(*topics_of.values())
-    assert set(owners) == {TopicPartition(t, p) for t, n in partitions_per_topic.items() if t in subscribed
-                           for p in range(n)}
-    assert all(count == 1 for count in owners.values())
-    for member, assigned in result.items():
-        assert all(tp.topic in topics_of[member] for tp in assigned)
-        assert list(assigned) == sorted(assigned)
+    assert_each_subscribed_partition_once(run, problem)
 
 
 @settings(max_examples=300)
@@ -189,10 +179,7 @@ def test_identical_subscriptions_give_counts_within_one(problem: Problem) -> Non
 @settings(max_examples=150)
 @given(problems(), st.randoms(use_true_random=False))
 def test_result_does_not_depend_on_the_order_of_subscriptions(problem: Problem, random: Random) -> None:
-    partitions_per_topic, subscriptions = problem
-    shuffled = list(subscriptions)
-    random.shuffle(shuffled)
-    assert run(partitions_per_topic, shuffled) == run(partitions_per_topic, subscriptions)
+    assert_order_independent(run, problem, random)
 
 
 # --- the mutant -----------------------------------------------------------------------------------------
