@@ -62,32 +62,13 @@ def _protocol(default_protocol: str | None) -> Column:
     return F.coalesce(named, F.lit(default_protocol) if default_protocol is not None else by_assignor)
 
 
-# the columns the per-member state is computed from, and the key that joins it back to its row ((group, seq,
-# part) is unique: seq numbers the events of a corpus, part the partitions of one event)
-ROW_KEY = ("group", "member", "seq", "part")
-STATE_INPUTS = ("name", "jsonl", "callback", "protocol", "assignor", "generation", "member_id", "topic",
-                "partition")
-
-
 def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
-    """The rows of member events, with the checker's per-member state as columns (see the module doc).
-
-    The state is computed on a projection of the dozen columns its windows read, then joined back to the
-    rows on :data:`ROW_KEY`: a window operator buffers every row of a member (and sorts them) with all the
-    columns it carries, and the corpus has three times as many as the windows read. The join sorts the wide
-    rows once, by member and order, which is also the order the rules' per-member windows read them in."""
+    """The rows of member events, with the checker's per-member state as columns (see the module doc)."""
     name = F.col("name")
     rows = events.filter(F.col("member").isNotNull())
     # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
     # _callback_superseded)
     rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback")))
-    state = _state(rows.select(*ROW_KEY, *STATE_INPUTS), default_protocol).drop(*STATE_INPUTS)
-    return rows.join(state, list(ROW_KEY))
-
-
-def _state(rows: DataFrame, default_protocol: str | None) -> DataFrame:
-    """:func:`member_rows`' state columns, over rows of :data:`ROW_KEY` and :data:`STATE_INPUTS`."""
-    name = F.col("name")
     wm = Window.partitionBy("group", "member").orderBy("seq", "part")
     upto = wm.rowsBetween(UNB, 0)
     rows = (rows
