@@ -16,11 +16,14 @@ engine deduplicates copies). Kept in ``--work`` between runs.
   to the last result; the CPU seconds of the JVM (driver and local executor threads: what the job cost,
   whatever else the shared machine ran) and the 1-minute load average before and after; the driver
   JVM's peak RSS (``VmHWM``).
-- **Spark, core** -- only ``single-owner`` / ``zombie-overlap`` (the overlap self-join with the zombie
-  classification) and ``consume-owned-only`` / ``commit-owned-only`` (unowned entries), written
-  to Parquet.
-- **DuckDB, core** -- the same core logic in DuckDB SQL over the same Parquet (ownership windows,
-  interval self-join, unowned entries): the peer for "within 2x of DuckDB".
+- **Spark, core** -- the job's own rules for ``single-owner`` / ``zombie-overlap`` /
+  ``revoke-before-assign`` (the overlap self-join, judged with the coordinator's removals and the old
+  owner's activity) and ``consume-owned-only`` / ``commit-owned-only`` (unowned entries), on the
+  member state of ``ownership.member_rows``, written to Parquet (``spark_core``; ``--no-whole`` runs
+  only the core, on every ``--masters`` entry).
+- **DuckDB, core** -- the same logic in DuckDB SQL over the same Parquet (``DUCKDB_CORE``): the
+  member state, the intervals, the judged overlaps and the unowned runs, counted by the same kinds
+  (tests/spark_analysis/test_core_peer.py holds the counts equal): the peer for "within 2x of DuckDB".
 - **the streaming checker** -- ``traces.report.check_events`` over each pool group's events
   (one process, everything it checks), events per CPU second; the pool only, since its rate
   does not depend on how many groups follow.
