@@ -16,11 +16,14 @@ engine deduplicates copies). Kept in ``--work`` between runs.
   to the last result; the CPU seconds of the JVM (driver and local executor threads: what the job cost,
   whatever else the shared machine ran) and the 1-minute load average before and after; the driver
   JVM's peak RSS (``VmHWM``).
-- **Spark, core** -- only ``single-owner`` / ``zombie-overlap`` (the overlap self-join with the zombie
-  classification) and ``consume-owned-only`` / ``commit-owned-only`` (unowned entries), written
-  to Parquet.
-- **DuckDB, core** -- the same core logic in DuckDB SQL over the same Parquet (ownership windows,
-  interval self-join, unowned entries): the peer for "within 2x of DuckDB".
+- **Spark, core** -- the job's own rules for ``single-owner`` / ``zombie-overlap`` /
+  ``revoke-before-assign`` (the overlap self-join, judged with the coordinator's removals and the old
+  owner's activity) and ``consume-owned-only`` / ``commit-owned-only`` (unowned entries), on the
+  member state of ``ownership.member_rows``, written to Parquet (``spark_core``; ``--no-whole`` runs
+  only the core, on every ``--masters`` entry).
+- **DuckDB, core** -- the same logic in DuckDB SQL over the same Parquet (``DUCKDB_CORE``): the
+  member state, the intervals, the judged overlaps and the unowned runs, counted by the same kinds
+  (tests/spark_analysis/test_core_peer.py holds the counts equal): the peer for "within 2x of DuckDB".
 - **the streaming checker** -- ``traces.report.check_events`` over each pool group's events
   (one process, everything it checks), events per CPU second; the pool only, since its rate
   does not depend on how many groups follow.
@@ -172,13 +175,42 @@ def _dir_name(master: str) -> str:
     return master.replace("[", "-").replace("]", "").replace("*", "all").replace("/", "").replace(":", "")
 
 
-def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
-              conf: dict[str, str] | None = None) -> dict[str, Any]:
+def spark_core(spark: Any, corpus: Path, out: Path) -> dict[str, int]:
+    """The core logic in Spark -- the job's own rules, as ``mine.plan`` runs them -- written to Parquet; its
+    findings counted by :data:`CORE_KINDS`."""
     from pyspark.sql import functions as F
 
     from spark_analysis import invariants as inv
-    from spark_analysis import mine, session
+    from spark_analysis import mine
     from spark_analysis.ownership import intervals, member_rows
+
+    cached: list[Any] = []
+
+    def keep(df: Any) -> Any:
+        cached.append(df.persist())
+        return cached[-1]
+
+    events = mine.load(spark, corpus).repartition("group")
+    rows = keep(member_rows(events, None))
+    iv = keep(intervals(rows))
+    found = inv.overlaps(iv, rows, inv.removals(events), CORE_SKEW_MS, keep).unionByName(inv.unowned(rows))
+    found.write.mode("overwrite").parquet(str(out / "core.parquet"))
+    counts = {r["invariant"]: r["n"] for r in spark.read.parquet(str(out / "core.parquet"))
+              .groupBy("invariant").agg(F.count(F.lit(1)).alias("n")).collect()}
+    for df in cached:
+        df.unpersist()
+    by_kind = {"overlaps": counts.pop("single-owner", 0) + counts.pop("zombie-overlap", 0),
+               "rba": counts.pop("revoke-before-assign", 0),
+               "consumed": counts.pop("consume-owned-only", 0),
+               "committed": counts.pop("commit-owned-only", 0)}
+    if counts:
+        raise AssertionError(f"the core wrote other invariants: {counts}")
+    return by_kind
+
+
+def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
+              conf: dict[str, str] | None = None) -> dict[str, Any]:
+    from spark_analysis import mine, session
 
     started = time.monotonic()
     load_before = os.getloadavg()[0]
@@ -187,21 +219,8 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
     threads = ThreadCpu(_jvm_pid(spark))
     try:
         if core_only:
-            cached: list[Any] = []
-
-            def keep(df: Any) -> Any:
-                cached.append(df.persist())
-                return cached[-1]
-
-            events = mine.load(spark, corpus).repartition("group")
-            rows = keep(member_rows(events, None))
-            iv = keep(intervals(rows))
-            found = inv.overlaps(iv, rows, inv.removals(events), 0, keep).unionByName(inv.unowned(rows))
-            found.write.mode("overwrite").parquet(str(out / "core.parquet"))
-            n = spark.read.parquet(str(out / "core.parquet")).agg(F.count(F.lit(1))).collect()[0][0]
-            for df in cached:
-                df.unpersist()
-            result = {"findings": n}
+            by_kind = spark_core(spark, corpus, out)
+            result = {"findings": sum(by_kind.values()), "by_kind": by_kind}
         else:
             report = mine.run(spark, corpus, out)
             result = {"findings": len(report["violations"]) + len(report["warnings"]),
@@ -218,69 +237,147 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
     return result
 
 
+CORE_SKEW_MS = 0  # the clock skew tolerated between files, in both engines' core (mine's default is 0 too)
+# the core's findings by kind, in DUCKDB_CORE's column order: single-owner and zombie-overlap (one per judged
+# overlap), revoke-before-assign (an overlap's second finding), consume-owned-only, commit-owned-only
+CORE_KINDS = ("overlaps", "rba", "consumed", "committed")
+
 DUCKDB_CORE = """
 WITH ev AS (SELECT * FROM read_parquet('{events}/*.parquet')),
 m0 AS (
-  SELECT *, sum(CASE WHEN name IN ('startup_complete', 'shutdown_complete') THEN 1 ELSE 0 END)
-           OVER (PARTITION BY "group", member ORDER BY seq, part ROWS UNBOUNDED PRECEDING) AS life,
-         sum(CASE WHEN name = 'startup_complete' THEN 1 ELSE 0 END)
-           OVER (PARTITION BY "group", member ORDER BY seq, part ROWS UNBOUNDED PRECEDING) AS inc
+  SELECT *,
+         sum(CASE WHEN name = 'startup_complete' THEN 1 ELSE 0 END) OVER wm AS inc,
+         sum(CASE WHEN name IN ('startup_complete', 'shutdown_complete') THEN 1 ELSE 0 END) OVER wm AS life,
+         coalesce(last_value(CASE WHEN protocol IN ('eager', 'cooperative') THEN protocol END IGNORE NULLS) OVER wm,
+                  first_value(CASE WHEN assignor IN ({cooperative}) THEN 'cooperative'
+                                   WHEN assignor IN ({eager}) THEN 'eager' END IGNORE NULLS) OVER wm) AS proto
   FROM ev WHERE member IS NOT NULL
-    AND NOT (name IN ('partitions_assigned', 'partitions_revoked', 'partitions_lost') AND NOT jsonl AND callback)),
+    AND NOT (name IN ('partitions_assigned', 'partitions_revoked', 'partitions_lost') AND NOT jsonl AND callback)
+  WINDOW wm AS (PARTITION BY "group", member ORDER BY seq, part ROWS UNBOUNDED PRECEDING)),
+m1 AS (
+  SELECT *,
+         last_value(generation IGNORE NULLS) OVER wi AS gen_ff,
+         last_value(CASE WHEN member_id <> '' THEN member_id END IGNORE NULLS) OVER wi AS mid_ff,
+         max(CASE WHEN jsonl OR name IN ('startup_complete', 'partitions_lost')
+                       OR (name = 'partitions_assigned' AND proto = 'eager') THEN 1 ELSE 0 END) OVER wm = 1 AS known,
+         topic IS NOT NULL AND "partition" IS NOT NULL
+           AND coalesce(last_value(CASE WHEN name IN ('partitions_assigned', 'partitions_revoked', 'partitions_lost')
+                                        THEN name END IGNORE NULLS) OVER wtp = 'partitions_assigned', false)
+           AS owned_before,
+         lag(timestamp) OVER wm0 AS prev_ts
+  FROM m0
+  WINDOW wm AS (PARTITION BY "group", member ORDER BY seq, part ROWS UNBOUNDED PRECEDING),
+         wm0 AS (PARTITION BY "group", member ORDER BY seq, part),
+         wi AS (PARTITION BY "group", member, inc ORDER BY seq, part ROWS UNBOUNDED PRECEDING),
+         wtp AS (PARTITION BY "group", member, life, topic, "partition" ORDER BY seq, part
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
 m AS (
-  SELECT *, coalesce(last_value(CASE WHEN name IN ('partitions_assigned', 'partitions_revoked', 'partitions_lost')
-                                     THEN name END IGNORE NULLS)
-           OVER (PARTITION BY "group", member, life, topic, "partition" ORDER BY seq, part
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) = 'partitions_assigned', false) AS owned_before,
-         last_value(generation IGNORE NULLS) OVER (PARTITION BY "group", member, inc ORDER BY seq, part
-                 ROWS UNBOUNDED PRECEDING) AS gen_ff
-  FROM m0),
+  SELECT *,
+         topic IS NOT NULL AND "partition" IS NOT NULL AND name = 'partitions_assigned' AND NOT owned_before AS is_new,
+         name IN ('partitions_revoked', 'partitions_lost') AND owned_before AS is_release,
+         CASE WHEN name IN ('startup_complete', 'shutdown_complete') THEN struct_pack(
+           seq := seq,
+           ts := CASE WHEN name = 'shutdown_complete' THEN timestamp ELSE coalesce(prev_ts, timestamp) END,
+           kind := CASE WHEN name = 'startup_complete' THEN 'killed' WHEN reason = 'crash' THEN 'crashed'
+                        ELSE 'shutdown' END,
+           gen := CASE WHEN name = 'shutdown_complete' THEN gen_ff
+                       ELSE lag(gen_ff) OVER (PARTITION BY "group", member ORDER BY seq, part) END,
+           source := source) END AS life_end
+  FROM m1),
 r AS (
-  SELECT *, first_value(CASE WHEN name IN ('partitions_revoked', 'partitions_lost') AND owned_before
-                             THEN struct_pack(seq := seq, ts := timestamp, kind := name, gen := gen_ff) END IGNORE NULLS)
+  SELECT *,
+         first_value(CASE WHEN is_release THEN struct_pack(
+             seq := seq, ts := timestamp, kind := CASE WHEN name = 'partitions_lost' THEN 'lost' ELSE 'revoked' END,
+             gen := gen_ff, source := source) END IGNORE NULLS)
            OVER (PARTITION BY "group", member, life, topic, "partition" ORDER BY seq, part
                  ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS rel,
-         first_value(CASE WHEN name IN ('startup_complete', 'shutdown_complete')
-                          THEN struct_pack(seq := seq, ts := timestamp, kind := name, gen := gen_ff) END IGNORE NULLS)
-           OVER (PARTITION BY "group", member ORDER BY seq, part
-                 ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS lif,
-         max(timestamp) OVER (PARTITION BY "group", member) AS last_ts
-  FROM m),
-iv AS (
-  SELECT "group", member, topic, "partition", seq AS s, timestamp AS ts, CASE WHEN gen_ff >= 0 THEN gen_ff END AS g,
-         CASE WHEN rel IS NOT NULL AND (lif IS NULL OR rel.seq < lif.seq) THEN rel.seq
-              WHEN lif IS NOT NULL THEN lif.seq ELSE 4611686018427387904 END AS e,
-         CASE WHEN rel IS NOT NULL AND (lif IS NULL OR rel.seq < lif.seq) THEN rel.kind
-              WHEN lif IS NOT NULL THEN lif.kind ELSE 'eof' END AS kind,
-         CASE WHEN rel IS NOT NULL AND (lif IS NULL OR rel.seq < lif.seq) THEN rel.gen
-              WHEN lif IS NOT NULL THEN lif.gen END AS end_gen
-  FROM r WHERE name = 'partitions_assigned' AND topic IS NOT NULL AND NOT owned_before),
+         first_value(life_end IGNORE NULLS) OVER (wm ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS lif,
+         max(timestamp) OVER (PARTITION BY "group", member) AS last_ts,
+         last_value(gen_ff) OVER (wm ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS last_gen,
+         last_value(source) OVER (wm ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS last_source
+  FROM m
+  WINDOW wm AS (PARTITION BY "group", member ORDER BY seq, part)),
+iv0 AS (
+  SELECT "group", member, topic, "partition", seq AS s, timestamp AS ts, source AS src,
+         CASE WHEN gen_ff >= 0 THEN gen_ff END AS g, proto = 'cooperative' AS coop, mid_ff AS mid,
+         CASE WHEN rel IS NOT NULL AND (lif IS NULL OR rel.seq < lif.seq) THEN rel
+              WHEN lif IS NOT NULL THEN lif
+              ELSE struct_pack(seq := 4611686018427387904, ts := greatest(last_ts, timestamp), kind := 'eof',
+                               gen := last_gen, source := last_source) END AS e
+  FROM r WHERE is_new),
+iv AS (SELECT * EXCLUDE (e), e.seq AS e_seq, e.ts AS e_ts, e.kind AS e_kind, e.gen AS e_gen, e.source AS e_source
+       FROM iv0),
 ov AS (
-  SELECT n."group", n.topic, n."partition", o.member AS old, n.member AS new, n.ts,
-         o.kind = 'partitions_lost' OR (n.g IS NOT NULL AND o.end_gen IS NOT NULL AND o.end_gen < n.g)
-           OR (NOT (n.g IS NOT NULL AND o.end_gen IS NOT NULL) AND o.kind IN ('startup_complete', 'eof')) AS zombie
+  SELECT n."group", n.topic, n."partition", o.member AS old, n.member AS new, n.s AS start_seq, n.ts AS start,
+         n.src AS new_source, n.g AS new_gen, n.coop, o.mid AS old_mid,
+         o.e_seq, o.e_ts, o.e_kind, o.e_gen, o.e_source
   FROM iv n JOIN iv o ON n."group" = o."group" AND n.topic = o.topic AND n."partition" = o."partition"
-   AND n.member <> o.member AND o.s < n.s AND n.s < o.e),
+   AND n.member <> o.member AND o.s < n.s AND n.s < o.e_seq),
+rem AS (
+  SELECT ov."group", ov.topic, ov."partition", ov.old, ov.new, ov.start_seq, arg_max(x.timestamp, x.seq) AS removed_ts
+  FROM ov JOIN ev x ON x.name = 'coordinator_member_removed' AND x.member_id IS NOT NULL
+   AND x."group" = ov."group" AND x.member_id = ov.old_mid AND x.seq < ov.e_seq
+  GROUP BY ALL),
+act AS (
+  SELECT DISTINCT ov."group", ov.topic, ov."partition", ov.old, ov.new, ov.start_seq
+  FROM ov JOIN m a ON a."group" = ov."group" AND a.member = ov.old AND a.topic = ov.topic
+   AND a."partition" = ov."partition" AND a.seq > ov.start_seq AND a.seq < ov.e_seq
+   AND a.timestamp > ov.start + CASE WHEN a.source <> ov.new_source THEN {skew_ms} ELSE 0 END
+  WHERE a.owned_before AND (a.name IN ('records_consumed', 'record_data')
+        OR (a.name = 'offsets_committed' AND coalesce(a.success, true) AND coalesce(a.error, '') = ''))),
+judged AS (
+  SELECT CASE WHEN e_kind = 'lost' THEN true
+              WHEN removed_ts IS NOT NULL AND removed_ts <= start + {skew_ms} THEN true
+              WHEN new_gen IS NOT NULL AND e_gen IS NOT NULL THEN e_gen < 0 OR e_gen < new_gen
+              ELSE e_kind IN ('killed', 'eof') END AS zombie,
+         e_source <> new_source AND e_ts - start <= {skew_ms} AS tolerated,
+         coalesce(coop AND e_kind = 'revoked' AND e_gen IS NOT NULL AND e_gen = new_gen, false) AS rba
+  FROM ov LEFT JOIN rem USING ("group", topic, "partition", old, new, start_seq)
+          LEFT JOIN act USING ("group", topic, "partition", old, new, start_seq)),
+u0 AS (
+  SELECT "group", member, topic, "partition", name, owned_before, known, "offset",
+         name IN ('records_consumed', 'record_data') AS polled,
+         name = 'offsets_committed' AND coalesce(success, true) AND coalesce(error, '') = '' AS committed,
+         sum(CASE WHEN is_new THEN 1 ELSE 0 END) OVER (wmtp ROWS UNBOUNDED PRECEDING) AS assigned_count,
+         last_value(CASE WHEN name IN ('records_consumed', 'record_data') AND maxOffset IS NOT NULL
+                         THEN struct_pack(i := inc, v := maxOffset + 1) END IGNORE NULLS)
+           OVER (wmtp ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS last_poll, inc
+  FROM m WHERE topic IS NOT NULL AND (name IN ('records_consumed', 'record_data', 'partitions_assigned')
+        OR (name = 'offsets_committed' AND coalesce(success, true) AND coalesce(error, '') = ''))
+  WINDOW wmtp AS (PARTITION BY "group", member, topic, "partition" ORDER BY seq, part)),
+u AS (SELECT *, CASE WHEN last_poll.i = inc THEN last_poll.v END AS pos FROM u0 WHERE NOT owned_before AND known),
 un AS (
-  SELECT "group", member, topic, "partition", count(*) AS n FROM m
-  WHERE name IN ('records_consumed', 'offsets_committed') AND topic IS NOT NULL AND NOT owned_before
-  GROUP BY ALL)
-SELECT (SELECT count(*) FROM ov) + (SELECT count(*) FROM un)
+  SELECT DISTINCT polled, "group", member, topic, "partition", assigned_count FROM u
+  WHERE polled OR (committed AND NOT (pos IS NOT NULL AND "offset" IS NOT NULL AND "offset" <= pos)))
+SELECT (SELECT count(*) FILTER (WHERE zombie OR NOT tolerated) FROM judged) AS overlaps,
+       (SELECT count(*) FILTER (WHERE rba) FROM judged) AS rba,
+       (SELECT count(*) FILTER (WHERE polled) FROM un) AS consumed,
+       (SELECT count(*) FILTER (WHERE NOT polled) FROM un) AS committed
 """
 
 
-def duckdb_run(corpus: Path, threads: int, memory_limit: str = "8GB") -> dict[str, Any]:
+def duckdb_run(corpus: Path, threads: int, memory_limit: str = "8GB", spill: Path | None = None) -> dict[str, Any]:
+    """DUCKDB_CORE over ``corpus``: its findings by :data:`CORE_KINDS`, wall and CPU seconds (spilling to
+    ``spill``, by default beside the corpus, past ``memory_limit``)."""
     import duckdb
+
+    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
 
     started = time.monotonic()
     cpu_start = time.process_time()
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     con.execute(f"SET threads = {threads}")
     con.execute(f"SET memory_limit = '{memory_limit}'")
-    con.execute("SET temp_directory = '{}'".format(corpus.parent / "duckdb-spill"))
-    n = con.execute(DUCKDB_CORE.format(events=corpus / "events")).fetchone()
+    con.execute("SET temp_directory = '{}'".format(spill or corpus.parent / "duckdb-spill"))
+    names = ", ".join(f"'{a}'" for a in sorted(COOPERATIVE_ASSIGNORS)), \
+        ", ".join(f"'{a}'" for a in sorted(EAGER_ASSIGNORS))
+    n = con.execute(DUCKDB_CORE.format(events=corpus / "events", cooperative=names[0], eager=names[1],
+                                       skew_ms=CORE_SKEW_MS)).fetchone()
     con.close()
-    return {"findings": n[0] if n else None, "seconds": round(time.monotonic() - started, 2),
+    assert n is not None
+    by_kind = dict(zip(CORE_KINDS, (int(x) for x in n), strict=True))
+    return {"findings": sum(by_kind.values()), "by_kind": by_kind, "seconds": round(time.monotonic() - started, 2),
             "cpu_s": round(time.process_time() - cpu_start, 1), "load_1min": round(os.getloadavg()[0], 1),
             "process_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
@@ -311,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/groupspec-bench-spark"))
     parser.add_argument("--no-duckdb", action="store_true")
     parser.add_argument("--no-core", action="store_true")
+    parser.add_argument("--no-whole", action="store_true", help="only the core logic (Spark and DuckDB)")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench" / "spark.json")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting over the session's own (repeatable): to measure a tuning")
@@ -327,14 +425,14 @@ def main(argv: list[str] | None = None) -> int:
     for size in (int(s) for s in args.sizes.split(",")):
         corpus_dir, events, copies = replicate(pool_dir, args.work, size)
         run: dict[str, Any] = {"target": size, "events": events, "copies": copies}
-        for master in args.masters.split(","):
+        for master in [] if args.no_whole else args.masters.split(","):
             r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False, conf=conf)
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None
             run[f"spark {master} whole"] = r
             print(f"{events:,} events, spark {master} whole job: {r}", flush=True)
-        if not args.no_core:
-            master = args.masters.split(",")[-1]
+        # the core on the last master (the whole job's curve is the point), or on each with --no-whole
+        for master in [] if args.no_core else args.masters.split(",")[-1 if not args.no_whole else 0:]:
             r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}-core", core_only=True, conf=conf)
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None

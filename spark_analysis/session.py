@@ -48,7 +48,9 @@ def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: d
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # Spark's default of 200 shuffle partitions makes hundreds of near-empty tasks per stage on a small
-    # corpus; two per core keeps every core busy (AQE coalesces further)
-    parts = shuffle_partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
+    # corpus; two per core keeps every core busy. (The job's one shuffle is the corpus's repartition by
+    # group: every later stage has this many tasks.) A value in ``extra`` is kept: to measure another.
+    parts = shuffle_partitions or (extra or {}).get("spark.sql.shuffle.partitions") \
+        or max(2, 2 * spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     return spark
