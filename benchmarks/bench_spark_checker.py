@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_spark import ROOT, _dir_name, _jvm_cpu_s, _jvm_peak_mb, _jvm_pid, duckdb_run, pool, replicate
+from benchmarks import bench_spark as bs
 from spark_analysis.layout import _PARTITION_LISTS
 
 # what each group's call returns: its findings, and one marker row (invariant null) with its event count
@@ -353,15 +353,15 @@ def run(corpus: Path, master: str, route: str, out: Path) -> dict[str, Any]:
         # the map route reads whole files per task: no file may be split
         "spark.sql.files.maxPartitionBytes": str(max(128 << 20, 2 * largest))})
     try:
-        cpu_start = _jvm_cpu_s(spark)
-        workers = Workers(_jvm_pid(spark))
+        cpu_start = bs._jvm_cpu_s(spark)
+        workers = Workers(bs._jvm_pid(spark))
         result: dict[str, Any] = summary(spark_findings(spark, corpus, out, route))
         result["seconds"] = round(time.monotonic() - started, 2)
-        result["jvm_cpu_s"] = round(_jvm_cpu_s(spark) - cpu_start, 1)
+        result["jvm_cpu_s"] = round(bs._jvm_cpu_s(spark) - cpu_start, 1)
         result.update(workers.result())
         result["driver_python_cpu_s"] = round(time.process_time() - driver_cpu, 1)
         result["cpu_s"] = round(result["jvm_cpu_s"] + result["python_cpu_s"] + result["driver_python_cpu_s"], 1)
-        result["driver_jvm_peak_mb"] = _jvm_peak_mb(spark)
+        result["driver_jvm_peak_mb"] = bs._jvm_peak_mb(spark)
         result["load_1min"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
     finally:
         spark.stop()
@@ -378,10 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-duckdb", action="store_true")
     parser.add_argument("--no-verify", action="store_true", help="skip the pool's comparison with the checker run directly")
     parser.add_argument("--duckdb-memory", default="8GB")
-    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench" / "spark_checker.json")
+    parser.add_argument("--out", type=Path, default=bs.ROOT / "reports" / "bench" / "spark_checker.json")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    pool_dir = pool(args.work, args.pool_groups)
+    pool_dir = bs.pool(args.work, args.pool_groups)
     results: dict[str, Any] = {"machine": platform.platform(), "pool_groups": args.pool_groups, "runs": []}
     routes = args.routes.split(",")
     if not args.no_verify:
@@ -403,11 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             spark.stop()
     for size in (int(s) for s in args.sizes.split(",")):
-        corpus_dir, events, copies = replicate(pool_dir, args.work, size)
+        corpus_dir, events, copies = bs.replicate(pool_dir, args.work, size)
         entry: dict[str, Any] = {"target": size, "events": events, "copies": copies}
         for master in args.masters.split(","):
             for route in routes:
-                r = run(corpus_dir, master, route, args.work / f"checker-{size}-{_dir_name(master)}-{route}")
+                r = run(corpus_dir, master, route, args.work / f"checker-{size}-{bs._dir_name(master)}-{route}")
                 r["events_per_s"] = round(events / r["seconds"])
                 r["events_per_cpu_s"] = round(events / r["cpu_s"]) if r["cpu_s"] else None
                 entry[f"spark {master} checker {route}"] = r
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"(a group seen twice: {r['groups_seen_twice']})", file=sys.stderr)
                     return 1
         if not args.no_duckdb:
-            r = duckdb_run(corpus_dir, threads=2, memory_limit=args.duckdb_memory)
+            r = bs.duckdb_run(corpus_dir, threads=2, memory_limit=args.duckdb_memory)
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_cpu_s"] = round(events / r["cpu_s"]) if r["cpu_s"] else None
             entry["duckdb core"] = r
