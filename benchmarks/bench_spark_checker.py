@@ -205,14 +205,26 @@ def spark_findings(spark: Any, corpus: Path, out: Path, route: str) -> Any:
     """Check every group of ``corpus`` in Spark by ``route`` (``apply`` or ``map``); the written findings."""
     from spark_analysis.layout import events_dir
 
-    events = spark.read.parquet(str(events_dir(corpus)))
-    if route == "apply":
-        found = events.groupBy("group").applyInArrow(check_table, OUT_SCHEMA)
-    elif route == "map":
-        found = events.mapInArrow(check_batches, OUT_SCHEMA)
-    else:
+    if route not in ("apply", "map"):
         raise ValueError(f"unknown route {route!r}")
-    found.write.mode("overwrite").parquet(str(out))
+    # the map route reads whole files per task: no file may be split. Spark splits at
+    # min(maxPartitionBytes, max(openCostInBytes, bytes per core)): both bounds above the largest file
+    largest = max(p.stat().st_size for p in events_dir(corpus).glob("*.parquet"))
+    whole_files = {"spark.sql.files.maxPartitionBytes": max(128 << 20, 2 * largest),
+                   "spark.sql.files.openCostInBytes": max(4 << 20, largest)} if route == "map" else {}
+    before = {key: spark.conf.get(key) for key in whole_files}
+    try:
+        for key, value in whole_files.items():
+            spark.conf.set(key, str(value))
+        events = spark.read.parquet(str(events_dir(corpus)))
+        if route == "apply":
+            found = events.groupBy("group").applyInArrow(check_table, OUT_SCHEMA)
+        else:
+            found = events.mapInArrow(check_batches, OUT_SCHEMA)
+        found.write.mode("overwrite").parquet(str(out))
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
     return spark.read.parquet(str(out))
 
 
@@ -344,14 +356,11 @@ def run(corpus: Path, master: str, route: str, out: Path) -> dict[str, Any]:
 
     # the workers must be this interpreter (the project's environment), not whatever `python3` is on PATH
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    largest = max(p.stat().st_size for p in (corpus / "events").glob("*.parquet"))
     started = time.monotonic()
     load_before = os.getloadavg()[0]
     driver_cpu = time.process_time()
     spark = session.build(master, app="bench spark checker", extra={
-        "spark.driver.memory": "6g",
-        # the map route reads whole files per task: no file may be split
-        "spark.sql.files.maxPartitionBytes": str(max(128 << 20, 2 * largest))})
+        "spark.driver.memory": "6g"})
     try:
         cpu_start = bs._jvm_cpu_s(spark)
         workers = Workers(bs._jvm_pid(spark))

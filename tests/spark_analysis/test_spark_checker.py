@@ -48,3 +48,19 @@ def test_per_group_findings_are_the_checkers(spark: Any, small_corpus: Path, dir
     assert seen["events"] == corpus.read_input(small_corpus)["events"]
     assert not seen["groups_seen_twice"]
     assert seen["skipped_events"] == 0
+
+
+def test_per_group_findings_on_the_samples_are_each_sets(spark: Any, sample_sets: dict[str, Path],
+                                                         samples_corpus: Path, tmp_path: Path) -> None:
+    # every trace set under tests/traces/samples and the crafted sets, merged into one corpus (each set's groups
+    # named apart): the checker run per group finds what it finds run over each set's files, evidence included.
+    # Only the set's prefix differs, in the group's name and where a message names the group.
+    from tests.traces.support import run as check_paths
+
+    want = []
+    for name, path in sample_sets.items():
+        want += [bench.finding_key(dict(f, group=f"{name}/{f['group']}")) for f in check_paths(path)["findings"]]
+    found = bench.spark_findings(spark, samples_corpus, tmp_path / "samples", "apply")
+    got = [key[:9] + (key[9].replace(key[0].split("/", 1)[0] + "/", "", 1),) for key in bench.rows_keys(found)]
+    assert len({key[1] for key in want}) >= 5
+    assert sorted(got) == sorted(want)
