@@ -9,6 +9,7 @@ and every mutant of model/mutants.py.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import pytest
 pytest.importorskip("pyspark")
 # pyspark.testing imports pandas-on-Spark, which wants this set before any SparkContext starts
 os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+# Python workers (tests/spark_analysis/test_spark_checker.py) run this interpreter, not `python3` on PATH
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from model.mutants import MUTANTS  # noqa: E402
 from spark_analysis import corpus, mine, session  # noqa: E402
