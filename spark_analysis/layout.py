@@ -19,9 +19,12 @@ event came from:
   client-log ownership lines as context only, "superseded").
 
 Strings are dictionary-encoded. A corpus directory holds ``events/part-NNNNN.parquet`` files, each
-holding whole groups sorted by ``(group, seq)`` (row groups of consecutive groups), so that one
-group's rows are read together, plus ``input.json`` (events, lines, malformed lines per file and
-reason, as the checker counts them) and, for simulated corpora, ``truth.json``.
+sorted by ``(group, seq)`` (row groups of consecutive groups), so that one group's rows are read
+together, plus ``input.json`` (events, lines, malformed lines per file and reason, as the checker
+counts them) and, for simulated corpora, ``truth.json``. A simulated corpus's files hold whole
+groups. A ``--from`` corpus is written in the traces' merged time order, a file every 2M rows
+(``corpus.ROWS_PER_PART``), so past that size one group's rows can span files; the job does not rely
+on either (it repartitions by group), a reader that maps files one by one must.
 """
 
 from __future__ import annotations
