@@ -253,38 +253,47 @@ def test_membership_reasons_read_the_same_in_java(spark: Any, samples_corpus: Pa
             r["reason"]
 
 
-def test_a_default_protocol_is_read_as_the_checker_reads_it(spark: Any, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def member_only(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str | None, dict[str, Any]]]:
+    """A trace set with member events only (no coordinator event), in two groups, mined with ``--protocol cooperative``
+    and without one (two runs of the job, shared by the tests below: each run's plans cost the session's driver
+    memory)."""
+    root = tmp_path_factory.mktemp("member-only")
+    files = {"a": [ev("startup_complete", 0, assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1),
+                   ev("partitions_assigned", 20, parts=[1], generation=2), ev("shutdown_complete", 30)],
+             "b": [ev("startup_complete", 0, group="h"), ev("partitions_assigned", 10, parts=[2], generation=1),
+                   ev("shutdown_complete", 30)]}
+    for name, events in files.items():
+        write_jsonl(root / "set" / f"{name}.jsonl", events)
+    corpus.from_traces([str(root / "set")], root / "corpus", progress=None)
+    return root / "set", {protocol: mine.run(spark, root / "corpus", config=mine.MineConfig(default_protocol=protocol))
+                          for protocol in ("cooperative", None)}
+
+
+def test_a_default_protocol_is_read_as_the_checker_reads_it(
+        member_only: tuple[Path, dict[str | None, dict[str, Any]]]) -> None:
     """``--protocol`` makes every member's protocol known from its start: the checker then never reads it from the
     assignor a member names, so a member naming range under ``--protocol cooperative`` is cooperative (its second
     assignment without a revoke is no eager-revoke-all), while without one the assignor makes it eager."""
-    files = {"a": [ev("startup_complete", 0, assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1),
-                   ev("partitions_assigned", 20, parts=[1], generation=2), ev("shutdown_complete", 30)]}
-    for name, events in files.items():
-        write_jsonl(tmp_path / "set" / f"{name}.jsonl", events)
-    corpus.from_traces([str(tmp_path / "set")], tmp_path / "corpus", progress=None)
+    path, mined = member_only
     seen = {}
     for protocol in ("cooperative", None):
-        expected = sorted(_key(f, f["group"]) for f in check_paths(tmp_path / "set", default_protocol=protocol)["findings"]
+        expected = sorted(_key(f, f["group"]) for f in check_paths(path, default_protocol=protocol)["findings"]
                           if f["invariant"] in mine.COVERED)
-        got = _spark_keys(mine.run(spark, tmp_path / "corpus", config=mine.MineConfig(default_protocol=protocol)))
+        got = _spark_keys(mined[protocol])
         assert got == expected, protocol
         seen[protocol] = {k[1] for k in got}
     assert "eager-revoke-all" not in seen["cooperative"] and "eager-revoke-all" in seen[None], \
         "the default decides, over the assignor, only when one is given"
 
 
-def test_a_corpus_without_the_coordinators_view_says_what_it_cannot_check(spark: Any, tmp_path: Path) -> None:
+def test_a_corpus_without_the_coordinators_view_says_what_it_cannot_check(
+        member_only: tuple[Path, dict[str | None, dict[str, Any]]]) -> None:
     """With no coordinator event in the corpus, converges and static-rejoin are unchecked, as the checker says (its
     full note, not a partial one); each group without one is named in ``unchecked_per_group``."""
-    files = {"a": [ev("startup_complete", 0, group="g"), ev("partitions_assigned", 10, parts=[0], generation=1),
-                   ev("shutdown_complete", 30)],
-             "b": [ev("startup_complete", 0, group="h"), ev("partitions_assigned", 10, parts=[1], generation=1),
-                   ev("shutdown_complete", 30)]}
-    for name, events in files.items():
-        write_jsonl(tmp_path / "set" / f"{name}.jsonl", events)
-    corpus.from_traces([str(tmp_path / "set")], tmp_path / "corpus", progress=None)
-    mined = mine.run(spark, tmp_path / "corpus")
-    expected = _coordinator_notes(check_paths(tmp_path / "set")["unchecked"])
+    path, mined = member_only
+    expected = _coordinator_notes(check_paths(path)["unchecked"])
     assert {n[0] for n in expected} == {"converges", "static-rejoin"}
-    assert _coordinator_notes(mined["unchecked"]) == expected
-    assert sorted(r["group"] for r in mined["unchecked_per_group"] if r["what"] == mb.NO_COORDINATOR) == ["g", "h"]
+    assert _coordinator_notes(mined[None]["unchecked"]) == expected
+    assert sorted(r["group"] for r in mined[None]["unchecked_per_group"] if r["what"] == mb.NO_COORDINATOR) == \
+        ["default", "h"]
