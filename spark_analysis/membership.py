@@ -19,16 +19,28 @@ state they keep per member or per group becomes window functions over the member
   ``instance_id``) watches the next coordinator event that decides: a rebalance for no membership
   or protocol change is a violation; one for a protocol change is, if the next stable generation
   keeps the assignor. A stable generation, another removal or a member joining ends the watch.
+
+Where a corpus holds no coordinator event at all, ``converges`` and ``static-rejoin`` are not checked:
+the report's ``unchecked`` says so in the checker's words (:func:`unchecked`, through
+:func:`traces.coordinator_checks.coordinator_notes`), and ``unchecked_per_group`` names each group
+without one (:func:`no_coordinator`), so that a fleet's corpus shows where the broker side is missing.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _tp, finding, labels
 from spark_analysis.ownership import ASSIGNED, REVOKED, STARTUP, UNB, where
-from traces.coordinator_checks import _MEMBERSHIP_REASON, _PROTOCOL_CHANGE_REASON
+from traces.coordinator_checks import (
+    _MEMBERSHIP_REASON,
+    _PROTOCOL_CHANGE_REASON,
+    COORDINATOR_EVENTS,
+    coordinator_notes,
+)
 
 REBALANCE, STABLE = "coordinator_rebalance", "coordinator_stable"
 REMOVED, STATE = "coordinator_member_removed", "coordinator_state"
@@ -157,3 +169,24 @@ def static_rejoins(events: DataFrame) -> DataFrame:
                         "assignment back with no rebalance (KIP-345)", F.col("pw.instance"), F.col("pw.reason"),
                         F.col("assignor")))))
 
+
+
+NO_COORDINATOR = "no-coordinator"  # the ``what`` of no_coordinator's rows
+
+
+def no_coordinator(events: DataFrame) -> DataFrame:
+    """``group, what, policy, n``: one row (n = 1) per group with no coordinator event (the checker's
+    ``CoordinatorChecks._coord_group`` counts each of :data:`~traces.coordinator_checks.COORDINATOR_EVENTS`).
+    An aggregate per group of the group-partitioned corpus: no exchange."""
+    per = events.groupBy("group").agg(F.max(F.col("name").isin(*COORDINATOR_EVENTS).cast("int")).alias("coordinator"))
+    return per.filter(F.col("coordinator") == 0).select(
+        "group", F.lit(NO_COORDINATOR).alias("what"), F.lit(None).cast("string").alias("policy"),
+        F.lit(1).cast("long").alias("n"))
+
+
+def unchecked(counts: list[dict[str, Any]], groups: int) -> list[dict[str, Any]]:
+    """The checker's full notes for converges and static-rejoin when none of the ``groups`` has a coordinator event
+    (every group has a :func:`no_coordinator` row among ``counts``), worded by
+    :func:`traces.coordinator_checks.coordinator_notes` as the checker words them."""
+    without = sum(c["n"] for c in counts if c["what"] == NO_COORDINATOR)
+    return coordinator_notes(groups - without)

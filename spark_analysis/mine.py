@@ -32,15 +32,16 @@ from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
 from spark_analysis.layout import events_dir
 from spark_analysis.ownership import intervals, member_rows
-from traces.checker import NOT_IN_TRACES
+from traces.checker import FROM_ASSIGNMENTS, NOT_IN_TRACES
 from traces.delivery import handoff_notes
 
 COVERED = ("single-owner", "zombie-overlap", "revoke-before-assign", "consume-owned-only", "commit-owned-only",
            "eager-revoke-all", "generation-monotonic", "monotonic-consumption", "committed-not-ahead", "no-gap",
            "subscribed-only", "revoke-only-moved", "static-rejoin", "converges")
 MEASURED = ("handoff-duplicates",)  # a measure, not a finding: the report's "delivery" section
-NOT_COVERED = {
-    **NOT_IN_TRACES,  # the stuck-group invariants (issue 17): the checker does not judge them from a trace either
+NOT_COVERED = {  # the checker does not judge these from a trace either: its unchecked notes, in its words
+    **FROM_ASSIGNMENTS,  # properties of one assignment (`groupspec assign` judges them)
+    **NOT_IN_TRACES,  # the stuck-group invariants (issue 17)
 }
 
 
@@ -102,7 +103,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     converged, converges_unchecked = cv.converges(events, config.default_protocol, keep)
     found = found.unionByName(converged)
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),
-                rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked), cached,
+                rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked)
+                .unionByName(mb.no_coordinator(events)), cached,
                 handoffs=hd.handoffs(off, iv, rows, first_polls))
 
 
@@ -226,7 +228,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "covered": list(COVERED),
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
         "measured": list(MEASURED),
-        "unchecked": dl.unchecked(unchecked_rows) + cv.unchecked(unchecked_rows) + (
+        "unchecked": mb.unchecked(unchecked_rows, counts["groups"]) + dl.unchecked(unchecked_rows)
+        + cv.unchecked(unchecked_rows) + (
             handoff_notes(delivery["handoffs"], delivery["handoffs_unmeasured"]) if delivery is not None else []),
         "delivery": delivery,
         "unchecked_per_group": unchecked_rows,

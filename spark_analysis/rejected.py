@@ -20,8 +20,9 @@ Here each rejection is one row; what it held is its join with the ownership inte
 revoked or lost and when. Rejections are rare, so every join here is of a few rows against the
 member's assignments and lifetime ends.
 
-Approximation: where one revoke names several held partitions, the message lists them sorted; the
-checker lists them in the event's order (the finding's partitions, compared, are the same).
+Where one revoke names several held partitions, the message lists them in the event's order, as
+the checker does (each one's row of the revoke: its ``part``); an assignment's kept partitions are
+listed sorted, as the checker lists them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _tp, finding, labels
-from spark_analysis.ownership import ASSIGNED, SHUTDOWN, STARTUP, where
+from spark_analysis.ownership import ASSIGNED, REVOKED, SHUTDOWN, STARTUP, where
 
 SYNCED = "group_synced"
 REJECTING = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID")
@@ -83,13 +84,20 @@ def rejected_generations(rows: DataFrame, iv: DataFrame) -> DataFrame:
     rv = F.coalesce(F.col("revoke_seq"), never)
     asg = F.coalesce(F.col("a.a_seq"), never)
     # revoked first: the partitions that revoke named; assigned first: those not yet lost
-    on_revoke = per.filter((rv < other) & (rv < asg)).select(
-        "group", "member", "r_gen", "told",
+    named = per.filter((rv < other) & (rv < asg)).select(
+        "group", "member", "r_seq", "r_gen", "told", "revoke_seq",
         F.filter("held", lambda h: (h["seq"] == F.col("revoke_seq")) & (h["kind"] == "revoked")).alias("named"))
-    on_revoke = on_revoke.select(
-        "group", "member", "r_gen", "told", F.col("named")[0]["ts"].alias("ts"),
-        F.col("named")[0]["where"].alias("w"),
-        F.array_sort(F.transform("named", lambda h: h["tp"])).alias("tps"))
+    # the named partitions in the revoke event's order, as the checker lists them: each one's row of that event
+    # (``part`` numbers an event's partitions in order) -- a join of the few revokes found with the member's releases
+    releases = rows.filter((name == REVOKED) & F.col("is_release")).select(
+        F.col("group").alias("v_group"), F.col("member").alias("v_member"), F.col("seq").alias("v_seq"),
+        F.struct("part", _tp().alias("tp")).alias("v"))
+    on_revoke = named.join(releases, (named["group"] == releases["v_group"]) & (named["member"] == releases["v_member"])
+                           & (named["revoke_seq"] == releases["v_seq"])
+                           & F.array_contains(F.transform("named", lambda h: h["tp"]), F.col("v.tp")), "inner")
+    on_revoke = on_revoke.groupBy("group", "member", "r_seq", "r_gen", "told").agg(
+        F.first(F.col("named")[0]["ts"]).alias("ts"), F.first(F.col("named")[0]["where"]).alias("w"),
+        F.transform(F.array_sort(F.collect_list("v")), lambda v: v["tp"]).alias("tps"))
     on_assign = per.filter((asg < other) & (asg < rv)).select(
         "group", "member", "r_gen", "told", "a",
         F.array_sort(F.transform(F.filter("held", lambda h: h["seq"] > F.col("a.a_seq")), lambda h: h["tp"]))

@@ -73,7 +73,7 @@ from typing import Any
 
 from model import events as ev_names
 from model.invariants.catalogue import CATALOGUE
-from traces.coordinator_checks import CoordinatorChecks, _text, converges_notes
+from traces.coordinator_checks import CoordinatorChecks, _text, converges_notes, coordinator_notes
 from traces.delivery import DeliveryChecks
 from traces.readers import JSONL_FORMATS
 from traces.readers.jsonl import parser_keys
@@ -110,6 +110,13 @@ from traces.state import (
 
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
+
+# The assignment-shape invariants: properties of one assignment, judged by `groupspec assign`, never from a trace (the
+# Spark job lists them with this reason).
+FROM_ASSIGNMENTS = dict.fromkeys(
+    ("complete", "balanced", "sticky", "stickiness-gap"),
+    "needs the topic metadata and every member's subscription for one assignment, which a trace does not carry; run "
+    "`groupspec assign` on the assignment instead")
 
 # The catalogue's stuck-group invariants (issue 17), which no trace can judge: each needs to know that every
 # member was alive -- its heartbeats reaching the coordinator, its polls -- which no trace format carries (a
@@ -967,9 +974,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         if not self.saw["subscription"]:
             note("subscribed-only", "no member said what it subscribes to (field subscription; Java client "
                                     "logs: 'Subscribed to topic(s)')")
-        for invariant in ("complete", "balanced", "sticky", "stickiness-gap"):
-            note(invariant, "needs the topic metadata and every member's subscription for one assignment, "
-                            "which a trace does not carry; run `groupspec assign` on the assignment instead")
+        for invariant, reason in FROM_ASSIGNMENTS.items():
+            note(invariant, reason)
         no_gen = not self.saw["generation"]
         coop = protocols.get("cooperative", 0)
         eager = protocols.get("eager", 0)
@@ -991,10 +997,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             note("eager-revoke-all", f"{unknown} member(s) of unknown protocol were not checked", partial=True)
         if unknown and coop:
             note("revoke-only-moved", f"{unknown} member(s) of unknown protocol were not checked", partial=True)
-        if not self.saw["coordinator"]:
-            why = "needs the coordinator's view: a broker server.log or coordinator_* events"
-            note("converges", why)
-            note("static-rejoin", why)
+        out.extend(coordinator_notes(self.saw["coordinator"]))
         out.extend(converges_notes(self.saw["coordinator"] > 0 and any(gs.kip848_rebalances for gs in self.groups.values()),
                                    self.converges_unjudged))
         # Stuck or thrashing groups (issue 17): not judged from a trace (NOT_IN_TRACES says why)

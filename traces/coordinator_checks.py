@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from model import events as ev_names
 from traces.schema import TP, BadField, int_field, partitions_field, tp_label
 from traces.state import (
     COOPERATIVE_ASSIGNORS,
@@ -48,6 +49,23 @@ CONVERGES_UNJUDGED = ("{n} run(s) of rebalances longer than the bound were not j
                       "with a JoinGroup) allows one more, and a broker's server.log names neither a generation's "
                       "members nor their answers (add the members' Java client logs, whose 'Successfully synced "
                       "group' lines say who got one)")
+
+
+# The coordinator events (the checker's handlers of each go through CoordinatorChecks._coord_group): with none of
+# them in a trace, the invariants judged from the coordinator's view alone are not checked at all.
+COORDINATOR_EVENTS = (ev_names.COORDINATOR_REBALANCE, ev_names.COORDINATOR_STABLE, ev_names.COORDINATOR_MEMBER_REMOVED,
+                      ev_names.COORDINATOR_STATE, ev_names.COORDINATOR_OFFSET_COMMIT)
+COORDINATOR_ONLY = ("converges", "static-rejoin")
+NO_COORDINATOR = "needs the coordinator's view: a broker server.log or coordinator_* events"
+
+
+def coordinator_notes(seen: int) -> list[dict[str, Any]]:
+    """The full ``unchecked`` notes of the invariants only the coordinator's view shows, when ``seen`` (how many
+    coordinator events the trace holds, or how many groups have any) is 0. The checker (``Checker.unchecked``) and the
+    Spark job (:func:`spark_analysis.membership.unchecked`) both report through it."""
+    if seen:
+        return []
+    return [{"invariant": invariant, "reason": NO_COORDINATOR, "partial": False} for invariant in COORDINATOR_ONLY]
 
 
 def converges_notes(kip848: bool, unjudged: int) -> list[dict[str, Any]]:

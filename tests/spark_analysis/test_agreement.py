@@ -10,6 +10,8 @@ comparison goes through PySpark's own ``assertDataFrameEqual``.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +20,12 @@ import pytest
 from spark_analysis import converges as cv
 from spark_analysis import corpus, mine
 from spark_analysis import delivery as dl
+from spark_analysis import membership as mb
 from tests.spark_analysis.conftest import GENERATED
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
 from traces.checker import CheckConfig
+from traces.coordinator_checks import COORDINATOR_ONLY
 from traces.report import check_events
 
 pyspark_testing = pytest.importorskip("pyspark.testing")
@@ -108,11 +112,18 @@ def _converges(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list
 
 
 def _rejected(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
-    """generation-monotonic's findings after a rejected generation: what was done, when, and the evidence lines (the
-    SyncGroup answer and the revoke or assignment)."""
-    return sorted((group(f["group"]), f["window"][0], f["message"].split(" ")[1], f["evidence"][0].split(" ")[0],
-                   [e.rsplit(":", 1)[1] for e in f["evidence"]]) for f in findings
+    """generation-monotonic's findings after a rejected generation: when, the message (without the file names of the
+    SyncGroup answer it quotes: the job's are the corpus's paths), and the evidence lines (the SyncGroup answer and the
+    revoke or assignment)."""
+    return sorted((group(f["group"]), f["window"][0], re.sub(r" at \S+:(\d+)\)", r" at :\1)", f["message"]),
+                   f["evidence"][0].split(" ")[0], [e.rsplit(":", 1)[1] for e in f["evidence"]]) for f in findings
                   if f["invariant"] == "generation-monotonic" and "rejected" in f["message"])
+
+
+def _coordinator_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """The full notes of the invariants only the coordinator's view shows (none of its events in the trace)."""
+    return sorted((u["invariant"], u["reason"], u["partial"]) for u in notes
+                  if u["invariant"] in COORDINATOR_ONLY and not u["partial"])
 
 
 def _converges_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -120,12 +131,16 @@ def _converges_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets: dict[str, Path],
-                                                        samples_mined: dict[str, Any]) -> None:
+                                                        samples_corpus: Path, samples_mined: dict[str, Any]) -> None:
     expected: list[tuple[Any, ...]] = []
     delivery = _Delivery()
     converges: list[tuple[Any, ...]] = []
     converges_held = []
     rejected: list[tuple[Any, ...]] = []
+    groups = Counter(r["group"].split("/", 1)[0] for r in mine.load(spark, samples_corpus).select("group").distinct()
+                     .collect())
+    no_coordinator = []
+    not_covered = sorted((n["invariant"], n["reason"]) for n in samples_mined["not_covered"])
     for name, path in sample_sets.items():
         report = check_paths(path, max_findings=1_000_000)
         delivery.add(report["delivery"], lambda g, name=name: f"{name}/{g}")
@@ -141,6 +156,12 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         rejected += _rejected(report["findings"], lambda g, name=name: f"{name}/{g}")
         rows = [r for r in samples_mined["unchecked_per_group"] if r["group"].startswith(f"{name}/")]
         assert _converges_notes(cv.unchecked(rows)) == _converges_notes(report["unchecked"]), name
+        # no coordinator event in the set: converges and static-rejoin not checked, in the checker's words
+        assert _coordinator_notes(mb.unchecked(rows, groups[name])) == _coordinator_notes(report["unchecked"]), name
+        no_coordinator += [name] if _coordinator_notes(report["unchecked"]) else []
+        # what the checker never judges from a trace, the job lists as not covered, in the checker's words
+        assert sorted((u["invariant"], u["reason"]) for u in report["unchecked"]
+                      if u["invariant"] not in mine.COVERED + mine.MEASURED) == not_covered, name
     got = _spark_keys(samples_mined)
     assert expected, "the samples hold findings of covered invariants: a comparison of nothing proves nothing"
     assert set(CRAFTED) <= {k[1] for k in expected}, "every crafted rule is broken somewhere"
@@ -157,6 +178,9 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         "the samples hold KIP-848 groups and streaks a server.log alone cannot judge"
     assert delivery.totals["handoffs_with_duplicates"] and len(delivery.by_cause) >= 4, "handoffs are compared on something"
     delivery.assert_equal(samples_mined)
+    assert "java-consumer" in no_coordinator and "crafted-static-rejoin" not in no_coordinator, \
+        "sets with and without the coordinator's view are compared"
+    assert not _coordinator_notes(samples_mined["unchecked"]), "the corpus holds coordinator events"
 
 
 def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:
@@ -229,21 +253,47 @@ def test_membership_reasons_read_the_same_in_java(spark: Any, samples_corpus: Pa
             r["reason"]
 
 
-def test_a_default_protocol_is_read_as_the_checker_reads_it(spark: Any, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def member_only(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str | None, dict[str, Any]]]:
+    """A trace set with member events only (no coordinator event), in two groups, mined with ``--protocol cooperative``
+    and without one (two runs of the job, shared by the tests below: each run's plans cost the session's driver
+    memory)."""
+    root = tmp_path_factory.mktemp("member-only")
+    files = {"a": [ev("startup_complete", 0, assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1),
+                   ev("partitions_assigned", 20, parts=[1], generation=2), ev("shutdown_complete", 30)],
+             "b": [ev("startup_complete", 0, group="h"), ev("partitions_assigned", 10, parts=[2], generation=1),
+                   ev("shutdown_complete", 30)]}
+    for name, events in files.items():
+        write_jsonl(root / "set" / f"{name}.jsonl", events)
+    corpus.from_traces([str(root / "set")], root / "corpus", progress=None)
+    return root / "set", {protocol: mine.run(spark, root / "corpus", config=mine.MineConfig(default_protocol=protocol))
+                          for protocol in ("cooperative", None)}
+
+
+def test_a_default_protocol_is_read_as_the_checker_reads_it(
+        member_only: tuple[Path, dict[str | None, dict[str, Any]]]) -> None:
     """``--protocol`` makes every member's protocol known from its start: the checker then never reads it from the
     assignor a member names, so a member naming range under ``--protocol cooperative`` is cooperative (its second
     assignment without a revoke is no eager-revoke-all), while without one the assignor makes it eager."""
-    files = {"a": [ev("startup_complete", 0, assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1),
-                   ev("partitions_assigned", 20, parts=[1], generation=2), ev("shutdown_complete", 30)]}
-    for name, events in files.items():
-        write_jsonl(tmp_path / "set" / f"{name}.jsonl", events)
-    corpus.from_traces([str(tmp_path / "set")], tmp_path / "corpus", progress=None)
+    path, mined = member_only
     seen = {}
     for protocol in ("cooperative", None):
-        expected = sorted(_key(f, f["group"]) for f in check_paths(tmp_path / "set", default_protocol=protocol)["findings"]
+        expected = sorted(_key(f, f["group"]) for f in check_paths(path, default_protocol=protocol)["findings"]
                           if f["invariant"] in mine.COVERED)
-        got = _spark_keys(mine.run(spark, tmp_path / "corpus", config=mine.MineConfig(default_protocol=protocol)))
+        got = _spark_keys(mined[protocol])
         assert got == expected, protocol
         seen[protocol] = {k[1] for k in got}
     assert "eager-revoke-all" not in seen["cooperative"] and "eager-revoke-all" in seen[None], \
         "the default decides, over the assignor, only when one is given"
+
+
+def test_a_corpus_without_the_coordinators_view_says_what_it_cannot_check(
+        member_only: tuple[Path, dict[str | None, dict[str, Any]]]) -> None:
+    """With no coordinator event in the corpus, converges and static-rejoin are unchecked, as the checker says (its
+    full note, not a partial one); each group without one is named in ``unchecked_per_group``."""
+    path, mined = member_only
+    expected = _coordinator_notes(check_paths(path)["unchecked"])
+    assert {n[0] for n in expected} == {"converges", "static-rejoin"}
+    assert _coordinator_notes(mined[None]["unchecked"]) == expected
+    assert sorted(r["group"] for r in mined[None]["unchecked_per_group"] if r["what"] == mb.NO_COORDINATOR) == \
+        ["default", "h"]
