@@ -21,6 +21,7 @@ covered and why.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -35,7 +36,9 @@ from spark_analysis.ownership import (
     UNB,
     where,
 )
+from traces.checker import undecided_note
 
+UNDECIDED = "undecided-overlap"  # the unchecked rows' ``what`` of an overlap _unnamed_removal leaves undecided
 FINDING_COLUMNS = ("group", "invariant", "severity", "members", "partitions", "t0", "t1", "evidence",
                    "occurrences", "message")
 VIOLATION, WARNING = "violation", "warning"
@@ -70,11 +73,17 @@ def finding(invariant: str | Column, severity: str, members: Column, partitions:
 
 
 def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
-             keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
-    """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap.
+             keep: Callable[[DataFrame], DataFrame] = lambda df: df, default_group: str = "default") -> DataFrame:
+    """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap
+    (:func:`judged_overlaps`, then :func:`overlap_findings`)."""
+    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, default_group))
 
-    An overlap: ``new`` assigned a partition while ``old`` held it (old started before and had not
-    let go). The checker's ``_zombie_reason`` then ``_judge``, as columns.
+
+def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
+                    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+                    default_group: str = "default") -> DataFrame:
+    """Every overlap with what judges it: ``new`` assigned a partition while ``old`` held it (old started
+    before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
     """
     n = iv.alias("n")
     o = iv.alias("o")
@@ -86,7 +95,8 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
                    F.col("n.member").alias("new"), F.col("n.start_seq").alias("start_seq"),
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
-                   F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"), F.col("o.end").alias("end"))
+                   F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"),
+                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"))
     ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
@@ -113,7 +123,6 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
     ov = ov.join(rem, key, "left").join(act, key, "left")
     end = F.col("end")
     t_end = end["ts"]
-    window_end = F.greatest(F.col("start"), t_end)
     old_gen = end["gen"]
     by_gen = F.col("new_gen").isNotNull() & old_gen.isNotNull()
     zombie = (F.when(end["kind"] == "lost", F.lit(True))
@@ -122,6 +131,42 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
               .otherwise(end["kind"].isin("killed", "eof")))
     tolerated = (end["source"] != F.col("new_source")) & (t_end - F.col("start") <= skew_ms)
     ov = ov.withColumn("zombie", zombie).withColumn("tolerated", tolerated)
+    # The checker's _unnamed_removal: an overlap the generations do not decide, whose old owner carries no member
+    # id, while the coordinator removed (not a leave) a member id no traced member has, after the old owner's
+    # first event and by the assignment: the old owner may have been that member (a zombie) or a late revoker.
+    # Undecidable: no finding, a partial unchecked note. Approximations: "no traced member has it" reads every
+    # member id the members ever named (the checker: their ids at that moment), and a member whose group is the
+    # default one is taken as never having named its group (the checker: Member.group_explicit), so every group's
+    # removals count. A corpus that holds several sets of traces with their groups prefixed ("SET/group":
+    # corpus.from_traces' group_prefix) is judged set by set, as the checker judges each set: ids and removals
+    # count within the set (the text up to the first "/" of a group name; none: the whole corpus).
+    open_ = ~F.col("zombie") & ~F.col("tolerated") & F.col("activity").isNull() & F.col("old_mid").isNull() & ~by_gen
+
+    def trace_set(group: Column) -> Column:
+        return F.regexp_extract(group, r"^([^/]*/)", 1)
+
+    ids = rows.filter(F.col("member_id").isNotNull()).select(
+        F.col("member_id").alias("k_member_id"), trace_set(F.col("group")).alias("k_set")).distinct()
+    unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group")))
+    unnamed = unnamed.join(ids, (unnamed["r_member_id"] == ids["k_member_id"]) & (unnamed["r_set"] == ids["k_set"]),
+                           "left_anti")
+    cands = ov.filter(open_).select(*key, "start", "old_first_ts")
+    g = cands["group"]
+    unnamed_group = (g == F.lit(default_group)) | g.endswith("/" + default_group)
+    match = (cands.join(unnamed, ((g == unnamed["r_group"]) | (unnamed_group & (unnamed["r_set"] == trace_set(g))))
+                        & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
+                        & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
+             .groupBy(*[cands[k] for k in key])
+             .agg(F.max_by(F.struct("r_member_id", "r_reason", "r_where"), "r_seq").alias("unnamed_removal")))
+    # read twice: by the findings and by the unchecked rows
+    return keep(ov.join(match, key, "left").withColumn("undecided", open_ & F.col("unnamed_removal").isNotNull()))
+
+
+def overlap_findings(ov: DataFrame) -> DataFrame:
+    """The findings of :func:`judged_overlaps`: the checker's ``_judge``, one finding per overlap (plus
+    revoke-before-assign)."""
+    end = F.col("end")
+    window_end = F.greatest(F.col("start"), end["ts"])
     members = F.array(F.col("old"), F.col("new"))
     tp = F.array(_tp())
     ended = (F.when(end["kind"] == "revoked", F.lit("revoked it")).when(end["kind"] == "lost", F.lit("lost it"))
@@ -141,7 +186,7 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
             F.array(F.col("new_where"), end["where"]),
             F.format_string("%s was assigned %s while zombie %s still held it; %s %s", F.col("new"), _label(),
                             F.col("old"), F.col("old"), ended)))) \
-        .when(~F.col("tolerated"), F.struct(*finding(
+        .when(~F.col("tolerated") & ~F.col("undecided"), F.struct(*finding(
             "single-owner", VIOLATION, members, tp, F.col("start"), window_end,
             F.array(F.col("new_where"), end["where"]),
             F.format_string("%s was owned by both %s and %s for %d ms: %s was assigned it before %s %s", _label(),
@@ -161,7 +206,34 @@ def removals(events: DataFrame) -> DataFrame:
     """The coordinator's member removals (``coordinator_member_removed``): group, member id, when."""
     return events.filter((F.col("name") == REMOVED) & F.col("member_id").isNotNull()).select(
         F.col("group").alias("r_group"), F.col("member_id").alias("r_member_id"), F.col("seq").alias("r_seq"),
-        F.col("timestamp").alias("r_ts"))
+        F.col("timestamp").alias("r_ts"), F.coalesce(F.col("reason"), F.lit("removed")).alias("r_reason"),
+        where().alias("r_where"))
+
+
+def undecided_notes(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The checker's partial ``single-owner`` note from the rows of :func:`undecided_overlaps` (``counts``: every
+    unchecked row of the job), totalled over the groups, the first group's example (the checker's is the first it
+    met in the merged stream; for one group the same)."""
+    rows = sorted((c for c in counts if c["what"] == UNDECIDED), key=lambda c: c["group"])
+    n = sum(c["n"] for c in rows)
+    if not n:
+        return []
+    return [{"invariant": "single-owner", "reason": undecided_note(n, rows[0].get("detail")), "partial": True}]
+
+
+def undecided_overlaps(ov: DataFrame) -> DataFrame:
+    """Per group, the overlaps :func:`judged_overlaps` could not decide (``group, what, policy, n``, the unchecked
+    rows' shape) with the first one as the checker words its example (``detail``; the checker judges an overlap when
+    its old owner lets go, so the first is the earliest end; several at one end: by partition, where the checker
+    keeps the event's order)."""
+    und = ov.filter(F.col("undecided"))
+    example = F.format_string("%s / %s %s at %d ms: the coordinator removed member %s (%s, %s)", F.col("old"),
+                              F.col("new"), _label(), F.col("start"), F.col("unnamed_removal.r_member_id"),
+                              F.col("unnamed_removal.r_reason"), F.col("unnamed_removal.r_where"))
+    return und.groupBy("group").agg(F.count(F.lit(1)).alias("n"),
+                                    F.min_by(example, F.struct(F.col("end.seq"), F.col("start_seq"), "topic",
+                                                                        "partition")).alias("detail")) \
+        .select("group", F.lit(UNDECIDED).alias("what"), F.lit(None).cast("string").alias("policy"), "n", "detail")
 
 
 # ------------------------------------------------------------------------------------------ assignment-time

@@ -52,6 +52,7 @@ class MineConfig:
     storm_window_ms: int = 60_000
     storm_threshold: int = 5
     max_examples: int = 100  # handoffs with duplicates listed in "delivery" (the checker's max_findings)
+    default_group: str = "default"  # the group of a member that never named one (corpus --from, CheckConfig)
 
 
 @dataclass
@@ -87,7 +88,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     events = keep(inv.group_generations(load(spark, corpus).repartition("group")))
     rows = keep(member_rows(events, config.default_protocol))
     iv = keep(intervals(rows))
-    found = (inv.overlaps(iv, rows, inv.removals(events), config.skew_ms, keep)
+    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group)
+    found = (inv.overlap_findings(ov)
              .unionByName(inv.revoked_then_assigned(rows))
              .unionByName(inv.unowned(rows))
              .unionByName(inv.stale_commits(rows))
@@ -104,7 +106,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     found = found.unionByName(converged)
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),
                 rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked)
-                .unionByName(mb.no_coordinator(events)), cached,
+                .unionByName(mb.no_coordinator(events))
+                .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True), cached,
                 handoffs=hd.handoffs(off, iv, rows, first_polls))
 
 
@@ -228,8 +231,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "covered": list(COVERED),
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
         "measured": list(MEASURED),
-        "unchecked": mb.unchecked(unchecked_rows, counts["groups"]) + dl.unchecked(unchecked_rows)
-        + cv.unchecked(unchecked_rows) + (
+        "unchecked": inv.undecided_notes(unchecked_rows) + mb.unchecked(unchecked_rows, counts["groups"])
+        + dl.unchecked(unchecked_rows) + cv.unchecked(unchecked_rows) + (
             handoff_notes(delivery["handoffs"], delivery["handoffs_unmeasured"]) if delivery is not None else []),
         "delivery": delivery,
         "unchecked_per_group": unchecked_rows,

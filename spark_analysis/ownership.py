@@ -130,6 +130,7 @@ def intervals(rows: DataFrame) -> DataFrame:
             .withColumn("_life_end", life_end)
             .withColumn("next_life", F.last("_life_end", True).over(back_m))
             .withColumn("last_ts", F.max("timestamp").over(whole))
+            .withColumn("first_ts", F.min("timestamp").over(whole))
             .withColumn("last_gen", F.first("gen_ff").over(whole))
             .withColumn("last_source", F.first("source").over(whole))
             .withColumn("next_release", release.over(back_tp)))
@@ -145,7 +146,7 @@ def intervals(rows: DataFrame) -> DataFrame:
         F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
         ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
         (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
-        end.alias("end"))
+        F.col("first_ts").alias("member_first_ts"), end.alias("end"))
 
 
 def event_level(rows: DataFrame, *extra: Any) -> DataFrame:

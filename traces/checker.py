@@ -118,6 +118,16 @@ FROM_ASSIGNMENTS = dict.fromkeys(
     "needs the topic metadata and every member's subscription for one assignment, which a trace does not carry; run "
     "`groupspec assign` on the assignment instead")
 
+def undecided_note(n: int, example: str | None) -> str:
+    """The partial ``single-owner`` note for the overlaps :meth:`Checker._unnamed_removal` leaves undecided (the
+    Spark job words it here too: ``spark_analysis.invariants.undecided_notes``)."""
+    return (f"{n} overlap(s) were not judged: the old owner let go after the new one was assigned, and the "
+            f"coordinator had removed a member (session or rebalance timeout) that the trace cannot name, since the old "
+            f"owner's events carry no member id (VerifiableConsumer output): a zombie, which Kafka allows, or a late "
+            f"revoker, which is a violation. Give each consumer's client log beside its output (the same file name, "
+            f"e.g. c1.jsonl and c1.log) for its member id; first: {example}")
+
+
 # The catalogue's stuck-group invariants (issue 17), which no trace can judge: each needs to know that every
 # member was alive -- its heartbeats reaching the coordinator, its polls -- which no trace format carries (a
 # member's events show that it consumed, not that it heartbeated; a broker's server.log names a removal and its
@@ -964,13 +974,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             note("single-owner", "no partitions_assigned events and no stored assignments in the trace")
             note("zombie-overlap", "no partitions_assigned events in the trace")
         if self.undecided_overlaps:
-            note("single-owner", f"{self.undecided_overlaps} overlap(s) were not judged: the old owner let go after "
-                                 f"the new one was assigned, and the coordinator had removed a member (session or "
-                                 f"rebalance timeout) that the trace cannot name, since the old owner's events carry "
-                                 f"no member id (VerifiableConsumer output): a zombie, which Kafka allows, or a late "
-                                 f"revoker, which is a violation. Give each consumer's client log beside its output "
-                                 f"(the same file name, e.g. c1.jsonl and c1.log) for its member id; first: "
-                                 f"{self.undecided_example}", partial=True)
+            note("single-owner", undecided_note(self.undecided_overlaps, self.undecided_example), partial=True)
         if not self.saw["subscription"]:
             note("subscribed-only", "no member said what it subscribes to (field subscription; Java client "
                                     "logs: 'Subscribed to topic(s)')")

@@ -57,10 +57,22 @@ def test_per_group_findings_on_the_samples_are_each_sets(spark: Any, sample_sets
     # Only the set's prefix differs, in the group's name and where a message names the group.
     from tests.traces.support import run as check_paths
 
+    #
+    # Except where a judgement needs another group's events, which a per-group call cannot see: VerifiableConsumer
+    # output without its client logs sits in the default group while the broker's removals are in the real one,
+    # so the checker leaves those overlaps undecided (Checker._unnamed_removal) and the per-group route reports
+    # them as single-owner violations -- false ones, on a correct real run (docs/benchmarks.md, h15-udf's caveats).
+    cross_group = "real-vc-stall-zombie-output-only"
     want = []
     for name, path in sample_sets.items():
-        want += [bench.finding_key(dict(f, group=f"{name}/{f['group']}")) for f in check_paths(path)["findings"]]
+        if name != cross_group:
+            want += [bench.finding_key(dict(f, group=f"{name}/{f['group']}")) for f in check_paths(path)["findings"]]
     found = bench.spark_findings(spark, samples_corpus, tmp_path / "samples", "apply")
     got = [key[:9] + (key[9].replace(key[0].split("/", 1)[0] + "/", "", 1),) for key in bench.rows_keys(found)]
     assert len({key[1] for key in want}) >= 5
-    assert sorted(got) == sorted(want)
+    assert sorted(k for k in got if not k[0].startswith(f"{cross_group}/")) == sorted(want)
+    whole = check_paths(sample_sets[cross_group])
+    assert not [f for f in whole["findings"] if f["invariant"] == "single-owner"]
+    assert any(u["invariant"] == "single-owner" and u["partial"] for u in whole["unchecked"])
+    per_group = [k for k in got if k[0].startswith(f"{cross_group}/") and k[1] == "single-owner"]
+    assert len(per_group) == 2, per_group
