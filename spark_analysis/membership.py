@@ -170,7 +170,6 @@ def static_rejoins(events: DataFrame) -> DataFrame:
                         F.col("assignor")))))
 
 
-
 NO_COORDINATOR = "no-coordinator"  # the ``what`` of no_coordinator's rows
 
 

@@ -118,6 +118,7 @@ FROM_ASSIGNMENTS = dict.fromkeys(
     "needs the topic metadata and every member's subscription for one assignment, which a trace does not carry; run "
     "`groupspec assign` on the assignment instead")
 
+
 def undecided_note(n: int, example: str | None) -> str:
     """The partial ``single-owner`` note for the overlaps :meth:`Checker._unnamed_removal` leaves undecided (the
     Spark job words it here too: ``spark_analysis.invariants.undecided_notes``)."""
