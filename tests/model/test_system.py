@@ -3,6 +3,8 @@ down, run through scenarios and by hand."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from model import events as ev
@@ -316,19 +318,25 @@ def test_a_sync_that_loses_the_race_to_a_follow_up_rejoin_costs_one_more_round()
     assert out.monitor.raced_generations  # the race that earned the extra round
 
 
-def test_the_fast_scheduler_makes_the_reference_choice() -> None:
+_CHURN = [{"at": 9000, "do": "stall", "member": "c", "for_ms": 40000},
+          {"at": 20000, "do": "restart", "member": "b"}, {"at": 30000, "do": "leave", "member": "a"},
+          {"at": 31000, "do": "add_partitions", "topic": "u", "count": 5}]
+# partitions added while the group is stable and every member idle: the transition changes the
+# metadata and no process, and only the scheduler's full refresh gives the members their rejoin work
+_QUIET_METADATA = [{"at": 60000, "do": "add_partitions", "topic": "u", "count": 5}]
+
+
+@pytest.mark.parametrize("events", [_CHURN, _QUIET_METADATA], ids=["churn", "quiet-metadata-change"])
+def test_the_fast_scheduler_makes_the_reference_choice(events: list[dict[str, Any]]) -> None:
     """``Scheduler.choose`` (incremental, told which member the previous action touched) picks
     exactly what ``choose`` (from ``urgent_actions``) picks, with the same seeded random draws, all
-    along a run with churn, stalls and restarts."""
+    along a run with churn, stalls and restarts, and along one whose only change is the metadata."""
     import random
 
     from model.system_run import Scheduler, choose, touched
 
     doc = scenario({"t": 6, "u": 3},
-                   [join(0, m, ["t", "u"], COOP, f"{m}-1" if m in "bd" else None) for m in "abcd"] +
-                   [{"at": 9000, "do": "stall", "member": "c", "for_ms": 40000},
-                    {"at": 20000, "do": "restart", "member": "b"}, {"at": 30000, "do": "leave", "member": "a"},
-                    {"at": 31000, "do": "add_partitions", "topic": "u", "count": 5}], 90000)
+                   [join(0, m, ["t", "u"], COOP, f"{m}-1" if m in "bd" else None) for m in "abcd"] + events, 90000)
     sc = parse(doc)
     config = sc.config
     state = sy.initial_state(config, sc.topics)
@@ -356,3 +364,17 @@ def test_the_fast_scheduler_makes_the_reference_choice() -> None:
         hint = touched(expected)
         compared += 1
     assert compared > 300
+
+
+@pytest.mark.parametrize("action", [sy.RecordsProduced("t", 0), sy.RecordsProduced("t", 0, 1),
+                                    sy.RecordsProduced("t", 1, 4), sy.RecordsProduced("nope", 1)],
+                         ids=["no-records", "no-records-to-one-partition", "no-such-partition", "no-such-topic"])
+def test_a_produce_that_appends_nothing_is_not_a_step(action: sy.RecordsProduced) -> None:
+    """A produce that would append no record is refused (``step`` returns None), so a run lists it among
+    the steps it could not take instead of counting a transition that changed nothing. The scenario
+    parser refuses such steps already; this holds the system for callers that build actions themselves
+    (model.proofs.explore)."""
+    config = sy.SystemConfig()
+    state = sy.initial_state(config, [("t", 4)])
+    assert sy.step(state, action, config) is None
+    assert sy.step(state, sy.RecordsProduced("t", 1), config) is not None  # the same state takes a real produce
