@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.layout import Columns, write_part
+from traces.delivery import RESET_POLICIES
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -234,6 +235,14 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 # ---------------------------------------------------------------------------------- captured traces
 
 
+# the offset configuration a member event may name, and what the checker accepts (DeliveryChecks._offset_config)
+_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {
+    "auto_offset_reset": lambda v: v in RESET_POLICIES,
+    "enable_auto_commit": lambda v: isinstance(v, bool),
+    "auto_commit_interval_ms": lambda v: type(v) is int and v >= 0,
+}
+
+
 @dataclass
 class _Context:
     """What a member said of itself so far, as the checker keeps it on ``Member`` (``Checker._context``): the
@@ -243,6 +252,8 @@ class _Context:
     protocol: str | None = None  # the last one named (``traces.state.PROTOCOLS``); kept across restarts
     assignor: str | None = None  # the first assignor of a known kind: the protocol while none is named
     member_id: str | None = None  # the last one named since the last startup_complete
+    # the offset configuration (DeliveryChecks._offset_config): the last value of each field named
+    offset_config: dict[str, Any] = field(default_factory=dict)
 
     def update(self, event: dict[str, Any]) -> None:
         from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
@@ -260,6 +271,9 @@ class _Context:
         member_id = event.get("member_id")
         if isinstance(member_id, str) and member_id:
             self.member_id = member_id
+        for key, valid in _OFFSET_CONFIG.items():
+            if valid(event.get(key)):
+                self.offset_config[key] = event[key]
 
     def carried(self, event: dict[str, Any]) -> dict[str, Any]:
         """``event`` with the context it does not name itself filled in (see :class:`_MemberGroups`)."""
@@ -278,6 +292,7 @@ class _Context:
         if self.member_id is not None and name not in ("startup_complete", "group_synced") \
                 and not (isinstance(event.get("member_id"), str) and event["member_id"]):
             more["member_id"] = self.member_id
+        more.update({k: v for k, v in self.offset_config.items() if not _OFFSET_CONFIG[k](event.get(k))})
         return {**event, **more} if more else event
 
 
@@ -292,7 +307,8 @@ class _MemberGroups:
 
     The checker keeps the member's state when it moves; the job keeps it per group and member. So
     the member's first row in the new group carries what the member said before the move and that
-    row does not say (:class:`_Context`: subscription, protocol or first assignor, member id), and
+    row does not say (:class:`_Context`: subscription, protocol or first assignor, member id, offset
+    configuration), and
     so does its next row the job reads if that one is a client-log ownership line the job drops
     (``callback``). What the member did before the move stays in the old group, as in the checker.
     """

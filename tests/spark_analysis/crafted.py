@@ -152,7 +152,8 @@ REJECTED: dict[str, dict[str, list[dict[str, Any]]]] = {
 
 # A member that moves groups (Checker._member): its first events name no group (the default one), the first event
 # naming one moves it there while it owns nothing, and what it said before the move still holds after it -- the
-# subscription, the protocol (named, or by its first assignor), the member id. Each set is read after the move.
+# subscription, the protocol (named, or by its first assignor), the member id, the offset configuration. Each set is
+# read after the move.
 MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
     # subscribes to t before the move, is assigned u-0 after it: subscribed-only
     "moved-subscribed": {"a": [_start(subscription=["t"]), ev("group_joined", 10, group="g"),
@@ -165,6 +166,9 @@ MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
     "moved-assignor": {"a": [_start(assignor="range"), ev("partitions_assigned", 10, parts=[0], group="g",
                                                            generation=1, assignor="cooperative-sticky"),
                              ev("partitions_assigned", 20, parts=[1], group="g", generation=2), _stop(30)]},
+    # auto.offset.reset=earliest said before the move: the first poll after it, at 5 with nothing committed, is a gap
+    "moved-reset": {"a": [_start(auto_offset_reset="earliest"), ev("partitions_assigned", 10, parts=[0], group="g"),
+                          consumed(20, 0, 5, 9, group="g"), _stop(30)]},
     # a's member id named before the move; the coordinator removed it before b was assigned what a still held: the
     # overlap is a zombie's (zombie-overlap), not a single-owner violation
     "moved-member-id": {
