@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.layout import Columns, write_part
+from traces.delivery import RESET_POLICIES
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -234,6 +235,67 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 # ---------------------------------------------------------------------------------- captured traces
 
 
+# the offset configuration a member event may name, and what the checker accepts (DeliveryChecks._offset_config)
+_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {
+    "auto_offset_reset": lambda v: v in RESET_POLICIES,
+    "enable_auto_commit": lambda v: isinstance(v, bool),
+    "auto_commit_interval_ms": lambda v: type(v) is int and v >= 0,
+}
+
+
+@dataclass
+class _Context:
+    """What a member said of itself so far, as the checker keeps it on ``Member`` (``Checker._context``): the
+    fields a member keeps when it moves groups, and that the job reads per member (group and member)."""
+
+    subscription: list[str] | None = None  # the last one named; kept across restarts
+    protocol: str | None = None  # the last one named (``traces.state.PROTOCOLS``); kept across restarts
+    assignor: str | None = None  # the first assignor of a known kind: the protocol while none is named
+    member_id: str | None = None  # the last one named since the last startup_complete
+    # the offset configuration (DeliveryChecks._offset_config): the last value of each field named
+    offset_config: dict[str, Any] = field(default_factory=dict)
+
+    def update(self, event: dict[str, Any]) -> None:
+        from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
+
+        if event["name"] == "startup_complete":
+            self.member_id = None  # Checker._startup: a new process has no member id yet
+        sub = event.get("subscription")
+        if isinstance(sub, list) and all(isinstance(t, str) for t in sub):
+            self.subscription = sub
+        if event.get("protocol") in PROTOCOLS:
+            self.protocol = event["protocol"]
+        assignor = event.get("assignor")
+        if self.assignor is None and assignor in COOPERATIVE_ASSIGNORS | EAGER_ASSIGNORS:
+            self.assignor = assignor
+        member_id = event.get("member_id")
+        if isinstance(member_id, str) and member_id:
+            self.member_id = member_id
+        for key, valid in _OFFSET_CONFIG.items():
+            if valid(event.get(key)):
+                self.offset_config[key] = event[key]
+
+    def carried(self, event: dict[str, Any]) -> dict[str, Any]:
+        """``event`` with the context it does not name itself filled in (see :class:`_MemberGroups`)."""
+        from traces.state import PROTOCOLS
+
+        name = event["name"]
+        more: dict[str, Any] = {}
+        if self.subscription is not None and not isinstance(event.get("subscription"), list):
+            more["subscription"] = self.subscription
+        if self.protocol is not None and event.get("protocol") not in PROTOCOLS:
+            more["protocol"] = self.protocol
+        elif self.protocol is None and self.assignor is not None:
+            more["assignor"] = self.assignor  # the protocol it decided before the move (no other reader of a member's)
+        # a startup forgets the member id; a SyncGroup answer's member id is the one the coordinator's wait is
+        # settled by (converges), never a carried one
+        if self.member_id is not None and name not in ("startup_complete", "group_synced") \
+                and not (isinstance(event.get("member_id"), str) and event["member_id"]):
+            more["member_id"] = self.member_id
+        more.update({k: v for k, v in self.offset_config.items() if not _OFFSET_CONFIG[k](event.get(k))})
+        return {**event, **more} if more else event
+
+
 @dataclass
 class _MemberGroups:
     """The group each member's events count in, decided as the checker's ``Checker._member`` decides it.
@@ -242,33 +304,54 @@ class _MemberGroups:
     another group moves it only while it has named none explicitly and owns nothing. So the
     member's partitions are tracked here too (assigned adds, revoked / lost removes, startup and
     shutdown clear; client-log ownership lines of a member with a callback trace change nothing).
+
+    The checker keeps the member's state when it moves; the job keeps it per group and member. So
+    the member's first row in the new group carries what the member said before the move and that
+    row does not say (:class:`_Context`: subscription, protocol or first assignor, member id, offset
+    configuration), and
+    so does its next row the job reads if that one is a client-log ownership line the job drops
+    (``callback``). What the member did before the move stays in the old group, as in the checker.
     """
 
     default: str
     of: dict[str, tuple[str, bool]] = field(default_factory=dict)  # member -> (group, named explicitly)
     owned: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
+    context: dict[str, _Context] = field(default_factory=dict)
+    carrying: set[str] = field(default_factory=set)  # members moved whose context no row the job reads carries yet
 
-    def group(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None) -> str:
-        """The event's group; ``file_group``: the group of its file's events that name none (a callback trace
-        paired with its client log, ``Source.group``), as the checker's ``_member`` takes it."""
+    def place(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None
+              ) -> tuple[str, dict[str, Any]]:
+        """The event's group, and the event as the corpus writes it (with the context a move carries);
+        ``file_group``: the group of its file's events that name none (a callback trace paired with its
+        client log, ``Source.group``), as the checker's ``_member`` takes it."""
         named = event.get("group")
         named = named if isinstance(named, str) else file_group
         current = self.of.get(member)
         owned = self.owned.setdefault(member, set())
+        context = self.context.setdefault(member, _Context())
         if current is None:
             current = self.of[member] = (named or self.default, named is not None)
         elif named is not None and named != current[0] and not current[1] and not owned:
             current = self.of[member] = (named, True)
+            self.carrying.add(member)
         name = event["name"]
+        ownership = name in ("partitions_assigned", "partitions_revoked", "partitions_lost")
+        if member in self.carrying:
+            written = context.carried(event)
+            if not (superseded and ownership):  # the job reads this row (ownership.member_rows)
+                self.carrying.discard(member)
+        else:
+            written = event
+        context.update(event)
         if name in ("startup_complete", "shutdown_complete"):
             owned.clear()
-        elif name in ("partitions_assigned", "partitions_revoked", "partitions_lost") and not superseded:
+        elif ownership and not superseded:
             tps = {(p.get("topic"), p.get("partition")) for p in event.get("partitions") or () if isinstance(p, dict)}
             if name == "partitions_assigned":
                 owned |= tps
             else:
                 owned -= tps
-        return current[0]
+        return current[0], written
 
 
 def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
@@ -324,7 +407,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         if member is None:
             group = event.get("group") if isinstance(event.get("group"), str) else default_group
         else:
-            group = groups.group(member, event, superseded=callback and not jsonl, file_group=source.group)
+            group, event = groups.place(member, event, superseded=callback and not jsonl, file_group=source.group)
         cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
                        jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown)
         events += 1

@@ -8,7 +8,18 @@ format's field names (``minOffset``, ``maxOffset``, ``offset``, ``success``, ...
 event came from:
 
 - ``group``: the event's group; where it does not say, the group its member last named, else
-  the checker's default group (``CheckConfig.default_group``).
+  the checker's default group (``CheckConfig.default_group``). A member whose first events name
+  no group moves, as in the checker (``Checker._member``), to the first group an event names while
+  it owns nothing; its rows before the move stay in the old group.
+- the context fields (``subscription``, ``protocol``, ``assignor``, ``member_id``,
+  ``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms``) are the event's, except
+  on a moved member's first row in its new group (and its next row, if the first is a client-log
+  ownership line the job drops): those also carry what the member said before the move and the row
+  does not say -- its last subscription, protocol, member id (not past a ``startup_complete``, not
+  on a ``group_synced``) and offset configuration, and its first assignor when it named no protocol
+  (in place of the row's own, which the checker no longer reads once an assignor set the protocol) --
+  because the checker keeps them when it moves the member and the job keeps them per group and
+  member (:class:`spark_analysis.corpus._MemberGroups`).
 - ``member``: the consumer process the event belongs to, resolved the way the checker resolves it
   (the event's ``member``, else the file's member); null for coordinator events.
 - ``seq``: the event's place in the merged, time-ordered stream of its corpus (the order the

@@ -150,6 +150,35 @@ REJECTED: dict[str, dict[str, list[dict[str, Any]]]] = {
                                ev("partitions_revoked", 202, parts=[2], generation=4)),
 }
 
+# A member that moves groups (Checker._member): its first events name no group (the default one), the first event
+# naming one moves it there while it owns nothing, and what it said before the move still holds after it -- the
+# subscription, the protocol (named, or by its first assignor), the member id, the offset configuration. Each set is
+# read after the move.
+MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
+    # subscribes to t before the move, is assigned u-0 after it: subscribed-only
+    "moved-subscribed": {"a": [_start(subscription=["t"]), ev("group_joined", 10, group="g"),
+                               ev("partitions_assigned", 20, group="g", partitions=[{"topic": "u", "partition": 0}]),
+                               _stop(30)]},
+    # eager before the move, assigned twice after it without a revoke: eager-revoke-all
+    "moved-eager": {"a": [_start(protocol="eager"), ev("partitions_assigned", 10, parts=[0], group="g", generation=1),
+                          ev("partitions_assigned", 20, parts=[1], group="g", generation=2), _stop(30)]},
+    # the same with the protocol known from the first assignor named (a cooperative one later does not change it)
+    "moved-assignor": {"a": [_start(assignor="range"), ev("partitions_assigned", 10, parts=[0], group="g",
+                                                           generation=1, assignor="cooperative-sticky"),
+                             ev("partitions_assigned", 20, parts=[1], group="g", generation=2), _stop(30)]},
+    # auto.offset.reset=earliest said before the move: the first poll after it, at 5 with nothing committed, is a gap
+    "moved-reset": {"a": [_start(auto_offset_reset="earliest"), ev("partitions_assigned", 10, parts=[0], group="g"),
+                          consumed(20, 0, 5, 9, group="g"), _stop(30)]},
+    # a's member id named before the move; the coordinator removed it before b was assigned what a still held: the
+    # overlap is a zombie's (zombie-overlap), not a single-owner violation
+    "moved-member-id": {
+        "a": [_start(member_id="a-1"), ev("partitions_assigned", 10, parts=[0], group="g"),
+              ev("partitions_revoked", 50, parts=[0], group="g"), _stop(60)],
+        "b": [_start(25, group="g"), ev("partitions_assigned", 30, parts=[0], group="g"), _stop(70)],
+        "c": [ev("coordinator_member_removed", 20, group="g", member_id="a-1", reason="session timeout")],
+    },
+}
+
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "monotonic": {
         "skip": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 4), consumed(30, 0, 8, 9),
@@ -241,6 +270,7 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "static-rejoin-other": {"c": _static("Adding new member m3 with group instance id None; client reason: x")},
     **CONVERGES,
     **REJECTED,
+    **MOVED,
 }
 
 
