@@ -36,6 +36,7 @@ from spark_analysis.ownership import (
     UNB,
     where,
 )
+from traces import zombies
 from traces.checker import undecided_note
 
 UNDECIDED = "undecided-overlap"  # the unchecked rows' ``what`` of an overlap _unnamed_removal leaves undecided
@@ -56,6 +57,11 @@ def labels(tps: Column) -> Column:
     """``t-0, t-1`` (the checker's ``tp_label`` list) from an array of ``{topic, partition}``, in its order."""
     return F.array_join(F.transform(tps, lambda x: F.concat_ws("-", x["topic"], x["partition"].cast("string"))),
                         ", ")
+
+
+def _worded(template: str, fields: dict[str, Column]) -> Column:
+    """One of :mod:`traces.zombies`' templates filled with columns (the checker fills it with strings)."""
+    return zombies.fill(template, fields, F.lit, lambda pieces: F.concat(*pieces))
 
 
 def finding(invariant: str | Column, severity: str, members: Column, partitions: Column, t0: Column, t1: Column,
@@ -102,7 +108,8 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
     rem = (ov.join(removed, (ov["group"] == removed["r_group"]) & (ov["old_mid"] == removed["r_member_id"])
                    & (removed["r_seq"] < ov["end.seq"]), "inner")
-           .groupBy(*[ov[k] for k in key]).agg(F.max_by("r_ts", "r_seq").alias("removed_ts")))
+           .groupBy(*[ov[k] for k in key]).agg(F.max_by(F.struct("r_ts", "r_reason", "r_where"), "r_seq")
+                                                .alias("removal")))
     # what the old owner did with the partition after the new owner got it (consumed, committed)
     acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | ((F.col("name") == COMMITTED)
                         & F.coalesce(F.col("success"), F.lit(True))
@@ -125,12 +132,14 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     t_end = end["ts"]
     old_gen = end["gen"]
     by_gen = F.col("new_gen").isNotNull() & old_gen.isNotNull()
-    zombie = (F.when(end["kind"] == "lost", F.lit(True))
-              .when(F.col("removed_ts").isNotNull() & (F.col("removed_ts") <= F.col("start") + skew_ms), F.lit(True))
-              .when(by_gen, (old_gen < 0) | (old_gen < F.col("new_gen")))
-              .otherwise(end["kind"].isin("killed", "eof")))
+    # why the old owner was a zombie (traces.zombies.REASONS' keys), null for a member in good standing
+    removal = F.col("removal")
+    why = (F.when(end["kind"] == "lost", F.lit("lost"))
+           .when(removal["r_ts"].isNotNull() & (removal["r_ts"] <= F.col("start") + skew_ms), F.lit("removed"))
+           .when(by_gen, F.when(old_gen < 0, F.lit("reset")).when(old_gen < F.col("new_gen"), F.lit("behind")))
+           .when(end["kind"].isin("killed", "eof"), F.lit("ended")))
     tolerated = (end["source"] != F.col("new_source")) & (t_end - F.col("start") <= skew_ms)
-    ov = ov.withColumn("zombie", zombie).withColumn("tolerated", tolerated)
+    ov = ov.withColumn("why", why).withColumn("zombie", F.col("why").isNotNull()).withColumn("tolerated", tolerated)
     # The checker's _unnamed_removal: an overlap the generations do not decide, whose old owner carries no member
     # id, while the coordinator removed (not a leave) a member id no traced member has, after the old owner's
     # first event and by the assignment: the old owner may have been that member (a zombie) or a late revoker.
@@ -174,18 +183,23 @@ def overlap_findings(ov: DataFrame) -> DataFrame:
              .when(end["kind"] == "killed", F.lit("was restarted"))
              .otherwise(F.lit("still owned it when its trace ended")))
     used = F.col("zombie") & F.col("activity").isNotNull()
+    # the checker's words (traces.zombies), filled with columns: why the old owner was a zombie, then the finding
+    fields = {"old": F.col("old"), "new": F.col("new"), "tp": _label(), "member_id": F.col("old_mid"),
+              "reason": F.col("removal.r_reason"), "removed_where": F.col("removal.r_where"),
+              "new_gen": F.col("new_gen").cast("string"), "old_gen": end["gen"].cast("string"), "ended": ended,
+              "what": F.col("activity.a_what")}
+    zombie: Column = F.lit(None).cast("string")
+    for why, template in zombies.REASONS.items():
+        zombie = F.when(F.col("why") == why, _worded(template, fields)).otherwise(zombie)
+    fields["zombie"] = zombie
     # the checker's _judge, one finding per overlap (plus revoke-before-assign), built in one pass: each
     # overlap yields an array of at most two findings, exploded
     judged = F.when(used, F.struct(*finding(
         "single-owner", VIOLATION, members, tp, F.col("start"), F.greatest(window_end, F.col("activity.a_ts")),
-        F.array(F.col("new_where"), F.col("activity.a_where"), end["where"]),
-        F.format_string("zombie %s %s %s after %s was assigned it; Kafka lets a zombie hold a partition, not use it",
-                        F.col("old"), F.col("activity.a_what"), _label(), F.col("new"))))) \
+        F.array(F.col("new_where"), F.col("activity.a_where"), end["where"]), _worded(zombies.USED, fields)))) \
         .when(F.col("zombie"), F.struct(*finding(
             "zombie-overlap", WARNING, members, tp, F.col("start"), window_end,
-            F.array(F.col("new_where"), end["where"]),
-            F.format_string("%s was assigned %s while zombie %s still held it; %s %s", F.col("new"), _label(),
-                            F.col("old"), F.col("old"), ended)))) \
+            F.array(F.col("new_where"), end["where"]), _worded(zombies.OVERLAP, fields)))) \
         .when(~F.col("tolerated") & ~F.col("undecided"), F.struct(*finding(
             "single-owner", VIOLATION, members, tp, F.col("start"), window_end,
             F.array(F.col("new_where"), end["where"]),

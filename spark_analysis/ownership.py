@@ -65,25 +65,32 @@ def _protocol(default_protocol: str | None) -> Column:
 def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     """The rows of member events, with the checker's per-member state as columns (see the module doc)."""
     name = F.col("name")
-    rows = events.filter(F.col("member").isNotNull())
-    # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
-    # _callback_superseded)
-    rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback")))
     wm = Window.partitionBy("group", "member").orderBy("seq", "part")
     upto = wm.rowsBetween(UNB, 0)
-    rows = (rows
-            .withColumn("inc", F.sum((name == STARTUP).cast("int")).over(upto))
-            .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
-            .withColumn("proto", _protocol(default_protocol)))
     # the last value within the incarnation, read over the member's own window (one sort for all of them):
     # the last value of the member, kept only when it was seen in this incarnation
     def in_inc(value: Column) -> Column:
         last = F.last(F.when(value.isNotNull(), F.struct(F.col("inc").alias("i"), value.alias("v"))), True).over(upto)
         return F.when(last["i"] == F.col("inc"), last["v"])
 
+    # Read before the filter below drops the client-log ownership lines of a member whose callbacks are traced,
+    # as the checker reads them (its _context, before _callback_superseded): the member's last event of any kind
+    # (Member.last_ts / last_src: where its trace ended) and its member id (Member.member_id: a callback trace
+    # names none, its client log does). The same order as every window here, so no sort of their own.
+    last = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("source").alias("source"))) \
+        .over(wm.rowsBetween(UNB, UNF))
+    rows = (events.filter(F.col("member").isNotNull())
+            .withColumn("member_last", last)
+            .withColumn("inc", F.sum((name == STARTUP).cast("int")).over(upto)))
+    rows = rows.withColumn("mid_ff", in_inc(F.when(F.col("member_id") != "", F.col("member_id"))))
+    # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
+    # _callback_superseded)
+    rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback")))
+    rows = (rows
+            .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
+            .withColumn("proto", _protocol(default_protocol)))
     rows = (rows
             .withColumn("gen_ff", in_inc(F.col("generation")))
-            .withColumn("mid_ff", in_inc(F.when(F.col("member_id") != "", F.col("member_id"))))
             .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
                                         | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
                         .over(upto) == 1)
@@ -129,17 +136,16 @@ def intervals(rows: DataFrame) -> DataFrame:
     rows = (rows
             .withColumn("_life_end", life_end)
             .withColumn("next_life", F.last("_life_end", True).over(back_m))
-            .withColumn("last_ts", F.max("timestamp").over(whole))
             .withColumn("first_ts", F.min("timestamp").over(whole))
             .withColumn("last_gen", F.first("gen_ff").over(whole))
-            .withColumn("last_source", F.first("source").over(whole))
             .withColumn("next_release", release.over(back_tp)))
     new = rows.filter(F.col("is_new"))
     rel, life = F.col("next_release"), F.col("next_life")
     by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))
-    eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest("last_ts", "timestamp").alias("ts"),
-                   F.lit("eof").alias("kind"), F.col("last_gen").alias("gen"), F.col("last_source").alias("source"),
-                   F.concat(F.col("last_source"), F.lit(":end")).alias("where"))
+    last = F.col("member_last")
+    eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest(last["ts"], "timestamp").alias("ts"),
+                   F.lit("eof").alias("kind"), F.col("last_gen").alias("gen"), last["source"].alias("source"),
+                   F.concat(last["source"], F.lit(":end")).alias("where"))
     end = F.when(by_release, rel).when(life.isNotNull(), life).otherwise(eof)
     return new.select(
         "group", "member", "topic", "partition", "inc",

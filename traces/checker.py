@@ -101,6 +101,7 @@ from traces.state import (
     Overlap,
     RevokeRecord,
 )
+from traces.zombies import OVERLAP, REASONS, USED, words
 
 # The keys the hot path (Checker.run) looks up, as the parser's own str objects: see parser_keys.
 (K_NAME, K_MEMBER, K_GENERATION, K_GROUP, K_MEMBER_ID, K_PARTITIONS, K_TOPIC, K_PARTITION, K_MIN_OFFSET,
@@ -664,24 +665,26 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         gs.analytics.released(ts, m.key, tp, not m.owned, bool(gs.holders.get(tp)))
 
     def _zombie_reason(self, ov: Overlap, kind: str, t_end: int) -> str | None:
-        """Why the old owner of an overlap was a zombie, or None if it was a member in good standing."""
+        """Why the old owner of an overlap was a zombie, or None if it was a member in good standing (worded by
+        :mod:`traces.zombies`, as the Spark job words it)."""
         old = ov.old
         if kind == "lost":
-            return f"{old.key} reported partitions_lost"
+            return words(REASONS["lost"], old=old.key)
         mid = ov.old_member_id
         if mid is not None and mid in self.removed:
             removed_ts, reason, removed_where = self.removed[mid]
             if removed_ts <= ov.start + self.config.skew_ms:
-                return f"the coordinator had removed {old.key} (member id {mid}, {reason}, {removed_where})"
+                return words(REASONS["removed"], old=old.key, member_id=mid, reason=reason,
+                             removed_where=removed_where)
         if ov.new_gen is not None and old.generation is not None:
             if old.generation < 0:
-                return f"{old.key}'s generation had been reset"
+                return words(REASONS["reset"], old=old.key)
             if old.generation < ov.new_gen:
-                return (f"{old.key} never reached generation {ov.new_gen}, in which {ov.new.key} was assigned "
-                        f"{tp_label(ov.tp)} (it was at {old.generation})")
+                return words(REASONS["behind"], old=old.key, new_gen=ov.new_gen, new=ov.new.key, tp=tp_label(ov.tp),
+                             old_gen=old.generation)
             return None  # it was a member of that generation: no excuse
         if kind in ("killed", "eof"):
-            return f"{old.key}'s trace ended without shutdown_complete"
+            return words(REASONS["ended"], old=old.key)
         return None
 
     def _unnamed_removal(self, ov: Overlap) -> tuple[int, str, str, str] | None:
@@ -725,13 +728,11 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 what, act_where, act_ts = ov.activity
                 self._finding("single-owner", VIOLATION, gs.name, [old.key, new.key], [tp], ov.start,
                               max(window_end, act_ts), [ov.new_where, act_where, where],
-                              f"zombie {old.key} {what} {tp_label(tp)} after {new.key} was assigned it "
-                              f"({zombie}); Kafka lets a zombie hold a partition, not use it")
+                              words(USED, old=old.key, what=what, tp=tp_label(tp), new=new.key, zombie=zombie))
             else:
                 self._finding("zombie-overlap", WARNING, gs.name, [old.key, new.key], [tp], ov.start,
                               window_end, evidence,
-                              f"{new.key} was assigned {tp_label(tp)} while zombie {old.key} still held it "
-                              f"({zombie}); {old.key} {ended}")
+                              words(OVERLAP, new=new.key, tp=tp_label(tp), old=old.key, zombie=zombie, ended=ended))
             return
         if src != ov.new_src and t_end - ov.start <= self.config.skew_ms:
             self.tolerated += 1

@@ -273,6 +273,21 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     **MOVED,
 }
 
+# Why an old owner was a zombie, for the reasons no sample shows (traces.zombies.REASONS; the samples show removals
+# and partitions_lost): a owns t-0 and t-1 in generation 1 when b is assigned them in generation 2 -- a never
+# reached it (t-0), then a's generation was reset (t-1); c is restarted still owning t-2, which d was assigned (its
+# trace ended without shutdown_complete).
+_G = {"group": "g", **COOP}
+SETS["zombie-reasons"] = {
+    "a": [_start(**_G), ev("partitions_assigned", 10_000, parts=[0, 1], generation=1, **_G),
+          ev("partitions_revoked", 30_000, parts=[0], generation=1, **_G),
+          ev("partitions_revoked", 50_000, parts=[1], generation=-1, **_G), _stop(60_000)],
+    "b": [_start(**_G), ev("partitions_assigned", 20_000, parts=[0], generation=2, **_G),
+          ev("partitions_assigned", 40_000, parts=[1], generation=2, **_G), _stop(70_000)],
+    "c": [_start(**_G), ev("partitions_assigned", 10_000, parts=[2], **_G), _start(30_000, **_G), _stop(35_000)],
+    "d": [_start(**_G), ev("partitions_assigned", 20_000, parts=[2], **_G), _stop(70_000)],
+}
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator

@@ -25,6 +25,7 @@ from spark_analysis import membership as mb
 from tests.spark_analysis.conftest import GENERATED
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
+from traces import zombies as zombie_words
 from traces.checker import CheckConfig
 from traces.coordinator_checks import COORDINATOR_ONLY
 from traces.report import check_events
@@ -135,6 +136,14 @@ def _converges_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return sorted((u["invariant"], u["reason"]) for u in notes if u["invariant"] == "converges" and u["partial"])
 
 
+def _zombies(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
+    """single-owner's and zombie-overlap's findings with their message (why the old owner was a zombie, in
+    parentheses) and evidence (``FILE:line``, ``FILE:end``) as written."""
+    return sorted((group(f["group"]), f["invariant"], sorted(f["members"]),
+                   sorted((p["topic"], p["partition"]) for p in f["partitions"]), f["window"][0], f["message"],
+                   f["evidence"]) for f in findings if f["invariant"] in ("single-owner", "zombie-overlap"))
+
+
 def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets: dict[str, Path],
                                                         samples_corpus: Path, samples_mined: dict[str, Any]) -> None:
     expected: list[tuple[Any, ...]] = []
@@ -142,6 +151,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     converges: list[tuple[Any, ...]] = []
     converges_held = []
     rejected: list[tuple[Any, ...]] = []
+    zombies: list[tuple[Any, ...]] = []
     groups = Counter(r["group"].split("/", 1)[0] for r in mine.load(spark, samples_corpus).select("group").distinct()
                      .collect())
     no_coordinator = []
@@ -160,6 +170,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         if report["opportunities"].get("converges") and not found and not _converges_notes(report["unchecked"]):
             converges_held.append(name)
         rejected += _rejected(report["findings"], lambda g, name=name: f"{name}/{g}")
+        zombies += _zombies(report["findings"], lambda g, name=name: f"{name}/{g}")
         rows = [r for r in samples_mined["unchecked_per_group"] if r["group"].startswith(f"{name}/")]
         assert _converges_notes(cv.unchecked(rows)) == _converges_notes(report["unchecked"]), name
         # no coordinator event in the set: converges and static-rejoin not checked, in the checker's words
@@ -191,6 +202,13 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         "sets with and without the coordinator's view are compared"
     assert not _coordinator_notes(samples_mined["unchecked"]), "the corpus holds coordinator events"
     assert undecided == ["real-vc-stall-zombie-output-only"], "an undecided overlap is compared, and only there"
+    # single-owner and zombie-overlap word why the old owner was a zombie, and cite where its trace ended, alike
+    assert _zombies(samples_mined["violations"] + samples_mined["warnings"]) == sorted(zombies)
+    reasons = {why for why, template in zombie_words.REASONS.items()
+               if any(re.search(re.sub(r"\\{\w+\\}", ".*", re.escape(template)), z[5]) for z in zombies)}
+    assert reasons == set(zombie_words.REASONS), "every reason a zombie can have is compared"
+    assert any(e.endswith(".log.gz:end") and "/mixed-clients/" in e for z in zombies for e in z[6]), \
+        "an ownership open at the end of a member with callbacks and a client log cites the file of its last line"
 
 
 def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:
