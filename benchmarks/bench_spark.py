@@ -449,20 +449,6 @@ PLAN_CALLS = {
 }
 
 
-def _task_cpu_s(pid: int) -> float:
-    """CPU seconds of the JVM's live Spark task threads (the data work)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if (task / "comm").read_text().startswith("Executor task"):
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick
-        except OSError:
-            continue
-    return total
-
-
 def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> dict[str, Any]:
     """Where the whole job's CPU goes: ``mine.plan``'s parts run one action each, in the plan's order.
 
@@ -471,7 +457,7 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> di
     cached -- the corpus's repartition, the member rows, the intervals, ...; each costs its own work on top of
     the caches before it. Then every other recorded frame is written to Spark's ``noop`` sink: a rule's own
     work over the caches. Per action: the JVM's CPU seconds (tasks, planning, code generation and the JIT
-    it sets off), those of its live task threads, and the wall time. The JIT's bill falls on whichever part
+    it sets off), split by thread (:class:`ThreadCpu`), and the wall time. The JIT's bill falls on whichever part
     first runs an operator, so the early parts carry most of it. The parts overlap where one reads another's
     frame uncached (the rebalances under storms, say), and ``mine.run``'s own small queries (counts, top
     pauses) are not in it: the parts' sum approximates the whole job, it is not it."""
@@ -517,11 +503,11 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> di
         steps += [(f"rule: {name}", df.write.format("noop").mode("overwrite").save)
                   for name, df in recorded if id(df) not in cached_ids]
         for label, action in steps:
-            t0, c0, k0 = time.monotonic(), _jvm_cpu_s(spark), _task_cpu_s(pid)
+            t0, c0, threads = time.monotonic(), _jvm_cpu_s(spark), ThreadCpu(pid)
             spark.sparkContext.setJobDescription(label)
             action()
             parts.append({"part": label, "jvm_cpu_s": round(_jvm_cpu_s(spark) - c0, 1),
-                          "task_cpu_s": round(_task_cpu_s(pid) - k0, 1), "seconds": round(time.monotonic() - t0, 1)})
+                          "by_thread_s": threads.result(), "seconds": round(time.monotonic() - t0, 1)})
             print(f"profile: {parts[-1]}", flush=True)
         p.release()
         return {"parts": parts, "jvm_cpu_s": round(_jvm_cpu_s(spark) - cpu_start, 1),
