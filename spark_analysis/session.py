@@ -38,7 +38,7 @@ CONF = {
 
 # The storage level mine.plan caches its shared frames at: a StorageLevel name (``MEMORY_ONLY``, ``DISK_ONLY``,
 # ...), set like any Spark setting (``--conf`` of spark-submit and of the benchmark). PySpark's ``persist()``
-# passes MEMORY_AND_DISK_DESER explicitly, so Spark's own default-level setting never reaches the job.
+# passes MEMORY_AND_DISK_DESER explicitly, so spark.sql.defaultCacheStorageLevel never reaches the job.
 STORAGE_LEVEL = "spark.groupspec.mine.storageLevel"
 
 
