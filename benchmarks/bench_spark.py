@@ -131,7 +131,10 @@ class ThreadCpu:
     the end estimated them as the process's total less the live threads', which mixed them with everything
     else that had ended (and misled most under local[1]). This samples every thread each second while the
     job runs and keeps each thread's last reading under its own kind: ``ended_unseen`` is only what threads
-    used after their last sample (at most a second each)."""
+    used after their last sample (at most a second each).
+
+    One benchmark process keeps one JVM for all its SparkSessions (PySpark's gateway outlives
+    ``spark.stop()``): each reading is taken from the threads' and the process's CPU when this run began."""
 
     def __init__(self, pid: int, every_s: float = 1.0) -> None:
         import threading
@@ -139,9 +142,16 @@ class ThreadCpu:
         self.pid = pid
         self.every_s = every_s
         self.last: dict[str, tuple[str, float]] = {}  # tid -> (kind, cpu s)
+        self._sample()
+        self.first = {tid: cpu for tid, (_, cpu) in self.last.items()}
+        self.total_first = self._total()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
+
+    def _total(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def _sample(self) -> None:
         tick = os.sysconf("SC_CLK_TCK")
@@ -162,10 +172,9 @@ class ThreadCpu:
         self.thread.join()
         self._sample()
         kinds = {"tasks": 0.0, "jit": 0.0, "gc": 0.0, "driver_other": 0.0}
-        for kind, cpu in self.last.values():
-            kinds[kind] += cpu
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        for tid, (kind, cpu) in self.last.items():
+            kinds[kind] += cpu - self.first.get(tid, 0.0)
+        total = self._total() - self.total_first
         kinds["ended_unseen"] = max(0.0, total - sum(kinds.values()))
         return {k: round(v, 1) for k, v in kinds.items()}
 
@@ -227,7 +236,7 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
                       "shuffles": report["spark"]["shuffles"]}
         result["seconds"] = round(time.monotonic() - started, 2)
         result["jvm_cpu_s"] = round(_jvm_cpu_s(spark) - cpu_start, 1)
-        # where that CPU went (since the JVM started; the session's start-up is a second or two of it)
+        # where that CPU went (since this session started)
         result["jvm_cpu_by_thread_s"] = threads.result()
         result["driver_jvm_peak_mb"] = _jvm_peak_mb(spark)
         result["spark_version"] = spark.version
@@ -425,6 +434,97 @@ def checker_run(pool_dir: Path, groups: int) -> dict[str, Any]:
     return {"events": events, "cpu_s": round(cpu, 2), "events_per_cpu_s": round(events / cpu) if cpu else None}
 
 
+# the functions mine.plan calls, by module (spark_analysis.<name>): profile() records what each call returns
+PLAN_CALLS = {
+    "invariants": ("group_generations", "removals", "judged_overlaps", "overlap_findings", "revoked_then_assigned",
+                   "unowned", "stale_commits", "generation_down", "eager_not_revoked", "undecided_overlaps"),
+    "mine": ("member_rows", "intervals"),
+    "rejected": ("rejected_generations",),
+    "delivery": ("offsets", "broker_commits", "no_gap", "monotonic", "not_ahead", "unchecked_counts"),
+    "membership": ("unsubscribed", "revoked_came_back", "static_rejoins", "no_coordinator"),
+    "converges": ("converges",),
+    "wellformed": ("malformed",),
+    "rebalances": ("rebalances", "pauses", "moves"),
+    "handoff": ("handoffs",),
+}
+
+
+def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """Where the whole job's CPU goes: ``mine.plan``'s parts run one action each, in the plan's order.
+
+    Each function mine.plan calls is wrapped for the call (benchmark only) so that the frame it returns is
+    recorded by name. First every frame the plan caches is materialised (``count()``), in the order it is
+    cached -- the corpus's repartition, the member rows, the intervals, ...; each costs its own work on top of
+    the caches before it. Then every other recorded frame is written to Spark's ``noop`` sink: a rule's own
+    work over the caches. Per action: the JVM's CPU seconds (tasks, planning, code generation and the JIT
+    it sets off), split by thread (:class:`ThreadCpu`), and the wall time. The JIT's bill falls on whichever part
+    first runs an operator, so the early parts carry most of it. The parts overlap where one reads another's
+    frame uncached (the rebalances under storms, say), and ``mine.run``'s own small queries (counts, top
+    pauses) are not in it: the parts' sum approximates the whole job, it is not it."""
+    import importlib
+    import inspect
+
+    from spark_analysis import mine, session
+
+    recorded: list[tuple[str, Any]] = []
+    saved: list[tuple[Any, str, Any]] = []
+
+    def wrap(module_name: str, name: str, fn: Any) -> Any:
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            caller = inspect.currentframe()
+            if caller is not None and caller.f_back is not None and caller.f_back.f_code is mine.plan.__code__:
+                for k, df in enumerate(out if isinstance(out, tuple) else (out,)):
+                    recorded.append((f"{module_name}.{name}" + (f"[{k}]" if isinstance(out, tuple) else ""), df))
+            return out
+        return recording
+
+    for module_name, names in PLAN_CALLS.items():
+        module = importlib.import_module(f"spark_analysis.{module_name}")
+        for name in names:
+            fn = getattr(module, name)
+            saved.append((module, name, fn))
+            setattr(module, name, wrap(module_name, name, fn))
+    spark = session.build(master, app="bench spark profile", extra={"spark.driver.memory": "6g", **(conf or {})})
+    pid = _jvm_pid(spark)
+    parts: list[dict[str, Any]] = []
+    started = time.monotonic()
+    cpu_start = _jvm_cpu_s(spark)
+    try:
+        try:
+            p = mine.plan(spark, corpus)
+        finally:
+            for module, name, fn in saved:
+                setattr(module, name, fn)
+        names = {id(df): name for name, df in recorded}
+        cached_ids = {id(df) for df in p.cached}
+        steps = [(f"cache: {names.get(id(df), f'frame cached inside a rule #{i}')}", df.count)
+                 for i, df in enumerate(p.cached)]
+        steps += [(f"rule: {name}", df.write.format("noop").mode("overwrite").save)
+                  for name, df in recorded if id(df) not in cached_ids]
+        for label, action in steps:
+            t0, c0, threads = time.monotonic(), _jvm_cpu_s(spark), ThreadCpu(pid)
+            spark.sparkContext.setJobDescription(label)
+            action()
+            parts.append({"part": label, "jvm_cpu_s": round(_jvm_cpu_s(spark) - c0, 1),
+                          "by_thread_s": threads.result(), "seconds": round(time.monotonic() - t0, 1)})
+            print(f"profile: {parts[-1]}", flush=True)
+        p.release()
+        return {"parts": parts, "jvm_cpu_s": round(_jvm_cpu_s(spark) - cpu_start, 1),
+                "seconds": round(time.monotonic() - started, 1), "load_1min": round(os.getloadavg()[0], 1)}
+    finally:
+        spark.stop()
+
+
+def variants(specs: list[str]) -> list[tuple[str, dict[str, str]]]:
+    """``--variant NAME:KEY=VALUE[,KEY=VALUE...]`` -> [(NAME, {KEY: VALUE})], the baseline (no setting) first."""
+    out: list[tuple[str, dict[str, str]]] = [("baseline", {})]
+    for spec in specs:
+        name, _, settings = spec.partition(":")
+        out.append((name, dict(kv.split("=", 1) for kv in settings.split(",") if kv)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks spark", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000000,50000000", help="corpus sizes in events, comma-separated")
@@ -437,6 +537,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench" / "spark.json")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting over the session's own (repeatable): to measure a tuning")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                        help="a whole-job run with these settings beside a baseline run without them, in the same "
+                             "invocation (repeatable; with --repeat, runs alternate baseline, variants, baseline, ...)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the baseline and the variants")
+    parser.add_argument("--profile", action="store_true",
+                        help="also run mine.plan part by part, each part's CPU (profile(); on the last master)")
+    parser.add_argument("--no-checker", action="store_true", help="skip the streaming checker's row")
     parser.add_argument("--duckdb-memory", default="8GB",
                         help="DuckDB's memory_limit: past it DuckDB spills to disk instead of taking the machine")
     args = parser.parse_args(argv)
@@ -445,17 +552,25 @@ def main(argv: list[str] | None = None) -> int:
     pool_dir = pool(args.work, args.pool_groups)
     results: dict[str, Any] = {"machine": platform.platform(), "pool_groups": args.pool_groups, "conf": conf,
                                "duckdb_memory_limit": args.duckdb_memory, "runs": []}
-    results["checker"] = checker_run(pool_dir, args.pool_groups)
-    print(f"checker (one process): {results['checker']}", flush=True)
+    if not args.no_checker:
+        results["checker"] = checker_run(pool_dir, args.pool_groups)
+        print(f"checker (one process): {results['checker']}", flush=True)
     for size in (int(s) for s in args.sizes.split(",")):
         corpus_dir, events, copies = replicate(pool_dir, args.work, size)
         run: dict[str, Any] = {"target": size, "events": events, "copies": copies}
-        for master in [] if args.no_whole else args.masters.split(","):
-            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False, conf=conf)
+        if args.profile:
+            run["profile"] = profile(corpus_dir, args.masters.split(",")[-1], conf)
+        runs = variants(args.variant)
+        for rnd, master, (name, vconf) in [(k, m, v) for k in range(args.repeat) for m in
+                                            ([] if args.no_whole else args.masters.split(",")) for v in runs]:
+            r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False,
+                          conf={**conf, **vconf})
             r["events_per_s"] = round(events / r["seconds"])
             r["events_per_jvm_cpu_s"] = round(events / r["jvm_cpu_s"]) if r["jvm_cpu_s"] else None
-            run[f"spark {master} whole"] = r
-            print(f"{events:,} events, spark {master} whole job: {r}", flush=True)
+            key = f"spark {master} whole" + ("" if len(runs) == 1 else f" {name}") \
+                + ("" if args.repeat == 1 else f" #{rnd + 1}")
+            run[key] = {"settings": vconf, **r} if vconf else r
+            print(f"{events:,} events, {key}: {r}", flush=True)
         # the core on the last master (the whole job's curve is the point), or on each with --no-whole
         for master in [] if args.no_core else args.masters.split(",")[-1 if not args.no_whole else 0:]:
             r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}-core", core_only=True, conf=conf)

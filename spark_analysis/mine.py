@@ -32,6 +32,7 @@ from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
 from spark_analysis.layout import events_dir
 from spark_analysis.ownership import intervals, member_rows
+from spark_analysis.session import storage_level
 from traces.checker import FROM_ASSIGNMENTS, NOT_IN_TRACES
 from traces.delivery import handoff_notes
 
@@ -79,10 +80,11 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
     cached: list[DataFrame] = []
+    level = storage_level(spark)
 
     def keep(df: DataFrame) -> DataFrame:
         """Cache a frame read by more than one branch of the job (else each branch recomputes its windows)."""
-        cached.append(df.persist())
+        cached.append(df.persist(level))
         return cached[-1]
 
     events = keep(inv.group_generations(load(spark, corpus).repartition("group")))

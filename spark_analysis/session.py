@@ -36,6 +36,24 @@ CONF = {
 }
 
 
+# The storage level mine.plan caches its shared frames at: a StorageLevel name (``MEMORY_ONLY``, ``DISK_ONLY``,
+# ...), set like any Spark setting (``--conf`` of spark-submit and of the benchmark). PySpark's ``persist()``
+# passes MEMORY_AND_DISK_DESER explicitly, so spark.sql.defaultCacheStorageLevel never reaches the job.
+STORAGE_LEVEL = "spark.groupspec.mine.storageLevel"
+
+
+def storage_level(spark: Any) -> Any:
+    """The :class:`pyspark.StorageLevel` named by :data:`STORAGE_LEVEL` (MEMORY_AND_DISK_DESER when unset)."""
+    from pyspark import StorageLevel
+
+    name = spark.conf.get(STORAGE_LEVEL, "MEMORY_AND_DISK_DESER")
+    level = getattr(StorageLevel, name, None)
+    if not isinstance(level, StorageLevel):
+        raise ValueError(f"{STORAGE_LEVEL}={name}: not a pyspark.StorageLevel name (MEMORY_AND_DISK_DESER, "
+                         "MEMORY_ONLY, MEMORY_AND_DISK, DISK_ONLY, ...)")
+    return level
+
+
 def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: dict[str, str] | None = None,
           shuffle_partitions: int | None = None) -> Any:
     """A SparkSession (``master`` None: whatever spark-submit set)."""
