@@ -171,6 +171,14 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     return keep(ov.join(match, key, "left").withColumn("undecided", open_ & F.col("unnamed_removal").isNotNull()))
 
 
+def ended_text(end: Column) -> Column:
+    """How an ownership ended, in the checker's words (``_judge``'s ``ended``), from an interval's ``end``."""
+    return (F.when(end["kind"] == "revoked", F.lit("revoked it")).when(end["kind"] == "lost", F.lit("lost it"))
+            .when(end["kind"] == "shutdown", F.lit("shut down")).when(end["kind"] == "crashed", F.lit("crashed"))
+            .when(end["kind"] == "killed", F.lit("was restarted"))
+            .otherwise(F.lit("still owned it when its trace ended")))
+
+
 def overlap_findings(ov: DataFrame) -> DataFrame:
     """The findings of :func:`judged_overlaps`: the checker's ``_judge``, one finding per overlap (plus
     revoke-before-assign)."""
@@ -178,10 +186,7 @@ def overlap_findings(ov: DataFrame) -> DataFrame:
     window_end = F.greatest(F.col("start"), end["ts"])
     members = F.array(F.col("old"), F.col("new"))
     tp = F.array(_tp())
-    ended = (F.when(end["kind"] == "revoked", F.lit("revoked it")).when(end["kind"] == "lost", F.lit("lost it"))
-             .when(end["kind"] == "shutdown", F.lit("shut down")).when(end["kind"] == "crashed", F.lit("crashed"))
-             .when(end["kind"] == "killed", F.lit("was restarted"))
-             .otherwise(F.lit("still owned it when its trace ended")))
+    ended = ended_text(end)
     used = F.col("zombie") & F.col("activity").isNotNull()
     # the checker's words (traces.zombies), filled with columns: why the old owner was a zombie, then the finding
     fields = {"old": F.col("old"), "new": F.col("new"), "tp": _label(), "member_id": F.col("old_mid"),

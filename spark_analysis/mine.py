@@ -22,10 +22,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis import converges as cv
+from spark_analysis import cooperative as co
 from spark_analysis import delivery as dl
 from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
+from spark_analysis import notes as nt
 from spark_analysis import rebalances as rb
 from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
@@ -92,6 +94,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     iv = keep(intervals(rows))
     ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group)
     found = (inv.overlap_findings(ov)
+             .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))
              .unionByName(inv.unowned(rows))
              .unionByName(inv.stale_commits(rows))
@@ -109,7 +112,9 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),
                 rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked)
                 .unionByName(mb.no_coordinator(events))
-                .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True), cached,
+                .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True)
+                .unionByName(nt.counts(events, rows, first_polls, config.default_protocol), allowMissingColumns=True),
+                cached,
                 handoffs=hd.handoffs(off, iv, rows, first_polls))
 
 
@@ -234,7 +239,7 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         "not_covered": [{"invariant": k, "reason": v} for k, v in NOT_COVERED.items()],
         "measured": list(MEASURED),
         "unchecked": inv.undecided_notes(unchecked_rows) + mb.unchecked(unchecked_rows, counts["groups"])
-        + dl.unchecked(unchecked_rows) + cv.unchecked(unchecked_rows) + (
+        + dl.unchecked(unchecked_rows) + cv.unchecked(unchecked_rows) + nt.unchecked(unchecked_rows) + (
             handoff_notes(delivery["handoffs"], delivery["handoffs_unmeasured"]) if delivery is not None else []),
         "delivery": delivery,
         "unchecked_per_group": unchecked_rows,

@@ -101,6 +101,7 @@ from traces.state import (
     Overlap,
     RevokeRecord,
 )
+from traces.trace_notes import consumption_notes, ownership_notes, protocol_notes, subscription_notes
 from traces.zombies import OVERLAP, REASONS, USED, words
 
 # The keys the hot path (Checker.run) looks up, as the parser's own str objects: see parser_keys.
@@ -972,49 +973,21 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         def note(invariant: str, reason: str, partial: bool = False) -> None:
             out.append({"invariant": invariant, "reason": reason, "partial": partial})
 
-        if not self.saw["ownership"] and not self.opportunities["single-owner"]:
-            note("single-owner", "no partitions_assigned events and no stored assignments in the trace")
-            note("zombie-overlap", "no partitions_assigned events in the trace")
+        out.extend(ownership_notes(self.saw["ownership"] + self.opportunities["single-owner"]))
         if self.undecided_overlaps:
             note("single-owner", undecided_note(self.undecided_overlaps, self.undecided_example), partial=True)
-        if not self.saw["subscription"]:
-            note("subscribed-only", "no member said what it subscribes to (field subscription; Java client "
-                                    "logs: 'Subscribed to topic(s)')")
+        out.extend(subscription_notes(self.saw["subscription"]))
         for invariant, reason in FROM_ASSIGNMENTS.items():
             note(invariant, reason)
-        no_gen = not self.saw["generation"]
-        coop = protocols.get("cooperative", 0)
-        eager = protocols.get("eager", 0)
-        unknown = protocols.get(None, 0)
-        if no_gen:
-            note("generation-monotonic", "no generation in the events (plain VerifiableConsumer output has none)")
-        if coop == 0:
-            note("revoke-before-assign", "no member is known to use the cooperative protocol (field protocol, "
-                                         "assignor cooperative-sticky, or --protocol)")
-            note("revoke-only-moved", "no member is known to use the cooperative protocol")
-        elif no_gen:
-            note("revoke-before-assign", "without generations only the order is checked (as single-owner)",
-                 partial=True)
-            note("revoke-only-moved", "needs the generation of each callback, which these events do not carry")
-        if eager == 0:
-            note("eager-revoke-all", "no member is known to use the eager protocol (field protocol, an eager "
-                                     "assignor, or --protocol)")
-        elif unknown:
-            note("eager-revoke-all", f"{unknown} member(s) of unknown protocol were not checked", partial=True)
-        if unknown and coop:
-            note("revoke-only-moved", f"{unknown} member(s) of unknown protocol were not checked", partial=True)
+        out.extend(protocol_notes(self.saw["generation"], protocols.get("cooperative", 0), protocols.get("eager", 0),
+                                  protocols.get(None, 0)))
         out.extend(coordinator_notes(self.saw["coordinator"]))
         out.extend(converges_notes(self.saw["coordinator"] > 0 and any(gs.kip848_rebalances for gs in self.groups.values()),
                                    self.converges_unjudged))
         # Stuck or thrashing groups (issue 17): not judged from a trace (NOT_IN_TRACES says why)
         for invariant, reason in NOT_IN_TRACES.items():
             note(invariant, reason)
-        if not self.saw["ownership"] and not self.saw["commits"]:
-            note("consume-owned-only", "no records_consumed or offsets_committed events")
-        elif self.unverified:
-            for invariant in ("consume-owned-only", "commit-owned-only"):
-                note(invariant, f"{self.unverified} consumption or commit entries came from members whose "
-                                f"assignment was not known yet (a log that starts mid-way)", partial=True)
+        out.extend(consumption_notes(self.saw["ownership"], self.saw["commits"], self.unverified))
         out.extend(self.delivery_unchecked())
         return out
 

@@ -132,6 +132,30 @@ def offset_notes(unjudged: Counter[str], hidden: Counter[str], assumed_zero: int
     return out
 
 
+def offsets_seen_notes(first_polls: int, no_gap_judged: int) -> list[dict[str, Any]]:
+    """The full notes of no-gap and monotonic-consumption (the checker's and the Spark job's): ``first_polls``
+    counts the first polls with offsets of a newly owned partition, ``no_gap_judged`` those judged (a committed
+    offset known, offset 0, or reset=earliest)."""
+    if not first_polls:
+        return [{"invariant": "no-gap", "partial": False,
+                 "reason": "needs records_consumed with minOffset and successful offsets_committed"},
+                {"invariant": "monotonic-consumption", "partial": False,
+                 "reason": "needs records_consumed with minOffset / maxOffset"}]
+    if not no_gap_judged:
+        return [{"invariant": "no-gap", "partial": False,
+                 "reason": "no member started a partition with a committed offset (or reset=earliest) known"}]
+    return []
+
+
+def commits_seen_notes(commits: int) -> list[dict[str, Any]]:
+    """The full notes of commit-owned-only and committed-not-ahead: ``commits`` successful offsets_committed
+    events (the checker's and the Spark job's)."""
+    if commits:
+        return []
+    return [{"invariant": invariant, "partial": False, "reason": "no offsets_committed events"}
+            for invariant in ("commit-owned-only", "committed-not-ahead")]
+
+
 def handoff_notes(handoffs: int, unmeasured: int) -> list[dict[str, Any]]:
     """The ``unchecked`` notes of the measure handoff-duplicates (the checker's and the Spark job's)."""
     if not handoffs:
@@ -517,21 +541,10 @@ class DeliveryChecks(CheckerParts):
         }
 
     def delivery_unchecked(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-
-        def note(invariant: str, reason: str, partial: bool = False) -> None:
-            out.append({"invariant": invariant, "reason": reason, "partial": partial})
-
-        if not self.saw["offsets"]:
-            note("no-gap", "needs records_consumed with minOffset and successful offsets_committed")
-            note("monotonic-consumption", "needs records_consumed with minOffset / maxOffset")
-        else:
-            if not self.opportunities["no-gap"]:
-                note("no-gap", "no member started a partition with a committed offset (or reset=earliest) known")
+        out = offsets_seen_notes(self.saw["offsets"], self.opportunities["no-gap"])
+        if self.saw["offsets"]:
             out += offset_notes(self.no_gap_unjudged, self.no_gap_hidden, self.no_gap_assumed_zero, 0)
-        if not self.saw["commits"]:
-            note("commit-owned-only", "no offsets_committed events")
-            note("committed-not-ahead", "no offsets_committed events")
-        else:
+        out += commits_seen_notes(self.saw["commits"])
+        if self.saw["commits"]:
             out += offset_notes(Counter(), Counter(), 0, self.not_ahead_unjudged)
         return out + handoff_notes(self.handoffs, self.handoffs_unmeasured)

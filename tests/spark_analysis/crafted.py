@@ -179,6 +179,38 @@ MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
     },
 }
 
+# The checker's whole-trace unchecked notes (traces.trace_notes) no sample shows, and the cooperative overlap
+# between two members of one generation (Checker._judge: revoke-before-assign beside single-owner)
+NOTES: dict[str, dict[str, list[dict[str, Any]]]] = {
+    # cooperative members without generations: revoke-before-assign only in part, revoke-only-moved not at all
+    "notes-coop-no-generation": {
+        "a": [_start(**COOP), ev("partitions_assigned", 10, parts=[0, 1]), ev("partitions_revoked", 20, parts=[1]),
+              _stop(40)],
+        "b": [_start(15, **COOP), ev("partitions_assigned", 30, parts=[1]), _stop(50)]},
+    # an eager member beside one of unknown protocol: eager-revoke-all in part
+    "notes-eager-unknown": {
+        "a": [_start(assignor="range"), ev("partitions_assigned", 10, parts=[0], generation=1), _stop(40)],
+        "b": [_start(), ev("partitions_assigned", 10, parts=[1], generation=1), _stop(40)]},
+    # a first poll with offsets that no-gap cannot judge (no commit, no reset policy): no-gap not checked at all
+    "notes-no-gap-unjudged": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 5, 9), _stop(40)]},
+    # the coordinator's stored assignment and no callback: single-owner is checked (on the coordinator's view), the
+    # consumption rules are not
+    "notes-stored-assignment": {
+        "c": [ev("coordinator_stable", 100, group="g", generation=1, members=["a-1"], state="Stable",
+                 assignor="range", assignment={"a-1": [{"topic": "t", "partition": 0}]})]},
+    # both members in generation 2 when b is assigned t-1, which a still owns and revokes only in generation 3: the
+    # assignor gave an owned partition to another member of the same generation (ConsumerCoordinator
+    # .validateCooperativeAssignment refuses that), revoke-before-assign beside single-owner
+    "coop-same-generation": {
+        "a": [_start(**COOP), ev("group_joined", 5, generation=1),
+              ev("partitions_assigned", 10, parts=[0, 1], generation=1), ev("group_joined", 100, generation=2),
+              ev("partitions_assigned", 102, parts=[], generation=2), ev("group_joined", 200, generation=3),
+              ev("partitions_revoked", 201, parts=[1], generation=3), _stop(300)],
+        "b": [_start(90, **COOP), ev("group_joined", 100, generation=2),
+              ev("partitions_assigned", 103, parts=[1], generation=2), _stop(310)]},
+}
+
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "monotonic": {
         "skip": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 4), consumed(30, 0, 8, 9),
@@ -271,6 +303,7 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     **CONVERGES,
     **REJECTED,
     **MOVED,
+    **NOTES,
 }
 
 # Why an old owner was a zombie, for the reasons no sample shows (traces.zombies.REASONS; the samples show removals

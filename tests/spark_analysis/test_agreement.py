@@ -22,6 +22,7 @@ from spark_analysis import corpus, mine
 from spark_analysis import delivery as dl
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
+from spark_analysis import notes as nt
 from tests.spark_analysis.conftest import GENERATED
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
@@ -144,6 +145,20 @@ def _zombies(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[t
                    f["evidence"]) for f in findings if f["invariant"] in ("single-owner", "zombie-overlap"))
 
 
+# the invariants of the notes about what the whole trace never showed (traces.trace_notes, traces.delivery's
+# offsets_seen_notes / commits_seen_notes), and the ones every trace set compares and the samples hold
+WHOLE_TRACE = ("single-owner", "zombie-overlap", "subscribed-only", "generation-monotonic", "revoke-before-assign",
+               "revoke-only-moved", "eager-revoke-all", "consume-owned-only", "commit-owned-only", "no-gap",
+               "monotonic-consumption", "committed-not-ahead")
+
+
+def _trace_notes(notes: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """The whole-trace notes: every note of those invariants but the partial ones worded elsewhere (undecided
+    overlaps, the offset rules' counts)."""
+    return sorted((u["invariant"], u["reason"], u["partial"]) for u in notes if u["invariant"] in WHOLE_TRACE
+                  and not (u["partial"] and u["invariant"] in ("single-owner",) + OFFSET_RULES))
+
+
 def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets: dict[str, Path],
                                                         samples_corpus: Path, samples_mined: dict[str, Any]) -> None:
     expected: list[tuple[Any, ...]] = []
@@ -156,6 +171,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
                      .collect())
     no_coordinator = []
     undecided: list[str] = []
+    trace_notes: dict[str, list[tuple[str, str, bool]]] = {}
     not_covered = sorted((n["invariant"], n["reason"]) for n in samples_mined["not_covered"])
     for name, path in sample_sets.items():
         report = check_paths(path, max_findings=1_000_000)
@@ -179,6 +195,10 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         # overlaps a removal the trace cannot name leaves undecided: not judged, in the checker's words
         assert _undecided(inv.undecided_notes(rows)) == _undecided(report["unchecked"]), name
         undecided += [name] if _undecided(report["unchecked"]) else []
+        # what the whole trace never showed (no ownership, subscription, generation, cooperative or eager member,
+        # offsets, commits), counted per set as the checker counts it
+        assert _trace_notes(nt.unchecked(rows)) == _trace_notes(report["unchecked"]), name
+        trace_notes[name] = _trace_notes(report["unchecked"])
         # what the checker never judges from a trace, the job lists as not covered, in the checker's words
         assert sorted((u["invariant"], u["reason"]) for u in report["unchecked"]
                       if u["invariant"] not in mine.COVERED + mine.MEASURED) == not_covered, name
@@ -209,6 +229,18 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert reasons == set(zombie_words.REASONS), "every reason a zombie can have is compared"
     assert any(e.endswith(".log.gz:end") and "/mixed-clients/" in e for z in zombies for e in z[6]), \
         "an ownership open at the end of a member with callbacks and a client log cites the file of its last line"
+    # every whole-trace note is compared somewhere (crafted.NOTES), but the consumption rules' partial one: an entry
+    # is unverified only for a member known from a client log alone, and no client log shows consumption
+    kinds = {(i, p, r.split(" ")[0].isdigit()) for notes in trace_notes.values() for i, r, p in notes}
+    assert {(i, False, False) for i in WHOLE_TRACE} | {(i, True, False) for i in ("revoke-before-assign",)} \
+        | {(i, True, True) for i in ("revoke-only-moved", "eager-revoke-all")} <= kinds
+    assert {r for i, r, _ in trace_notes["crafted-notes-no-gap-unjudged"] if i == "no-gap"} \
+        == {"no member started a partition with a committed offset (or reset=earliest) known"}
+    assert "single-owner" not in {i for i, *_ in trace_notes["crafted-notes-stored-assignment"]}, \
+        "a stored assignment is checked on the coordinator's view"
+    # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
+    assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
+        == {"revoke-before-assign", "single-owner"}
 
 
 def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:
@@ -325,3 +357,18 @@ def test_a_corpus_without_the_coordinators_view_says_what_it_cannot_check(
     assert _coordinator_notes(mined[None]["unchecked"]) == expected
     assert sorted(r["group"] for r in mined[None]["unchecked_per_group"] if r["what"] == mb.NO_COORDINATOR) == \
         ["default", "h"]
+
+
+def test_whole_trace_notes_with_and_without_a_default_protocol(
+        member_only: tuple[Path, dict[str | None, dict[str, Any]]]) -> None:
+    """The job's report says what the whole trace never showed as the checker says it: with ``--protocol
+    cooperative`` every member is cooperative (no eager-revoke-all), without one the member naming range is eager
+    and the other of unknown protocol (eager-revoke-all in part)."""
+    path, mined = member_only
+    seen = {}
+    for protocol in ("cooperative", None):
+        expected = _trace_notes(check_paths(path, default_protocol=protocol)["unchecked"])
+        assert _trace_notes(mined[protocol]["unchecked"]) == expected, protocol
+        seen[protocol] = {(i, p) for i, _, p in expected}
+    assert ("eager-revoke-all", False) in seen["cooperative"] and ("eager-revoke-all", True) in seen[None]
+
