@@ -44,7 +44,11 @@ def trace_sets() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    s = session.build("local[*]", app="groupspec tests", shuffle_partitions=4)
+    # Every mine.run of the session plans the whole job again, and the driver keeps each run's plans and
+    # executions: past Spark's default 1 GB heap after the agreement tests' job runs (an OutOfMemoryError in
+    # the tests after them, issue 15's sixth session). This is the test process's first SparkContext, so the
+    # setting reaches the driver JVM when it starts.
+    s = session.build("local[*]", app="groupspec tests", shuffle_partitions=4, extra={"spark.driver.memory": "3g"})
     try:
         yield s
     finally:
