@@ -27,6 +27,18 @@ def test_producing_to_one_partition_appends_to_that_partition_only() -> None:
     assert sy.step(state, sy.RecordsProduced("t", 5, partition=-1), config) is None
 
 
+@pytest.mark.parametrize("partition", [None, 1], ids=["every-partition", "one-partition"])
+def test_a_produce_of_no_records_is_not_a_step(partition: int | None) -> None:
+    """A produce that appends no record is refused (``step`` returns None), so a run lists it among the steps
+    it could not take instead of counting a transition that changed nothing. The scenario parser refuses
+    ``records: 0`` already; this holds the system for callers that build actions themselves
+    (model.proofs.explore). The mutant ``model/system.py:726:NumberReplacer`` (``a.count <= -1``) took it."""
+    config = sy.SystemConfig()
+    state = sy.initial_state(config, [("t", 4)])
+    assert sy.step(state, sy.RecordsProduced("t", 0, partition), config) is None
+    assert sy.step(state, sy.RecordsProduced("t", 1, partition), config) is not None
+
+
 def test_the_coordinator_takes_any_rebalance_timeout_of_at_least_one_ms() -> None:
     """Kafka accepts every positive rebalance timeout; the model's one precondition is >= 1 ms (its timers
     need a deadline after now). The mutant ``model/classic/coordinator/join.py:81:NumberReplacer#0`` moved

@@ -365,16 +365,3 @@ def test_the_fast_scheduler_makes_the_reference_choice(events: list[dict[str, An
         compared += 1
     assert compared > 300
 
-
-@pytest.mark.parametrize("action", [sy.RecordsProduced("t", 0), sy.RecordsProduced("t", 0, 1),
-                                    sy.RecordsProduced("t", 1, 4), sy.RecordsProduced("nope", 1)],
-                         ids=["no-records", "no-records-to-one-partition", "no-such-partition", "no-such-topic"])
-def test_a_produce_that_appends_nothing_is_not_a_step(action: sy.RecordsProduced) -> None:
-    """A produce that would append no record is refused (``step`` returns None), so a run lists it among
-    the steps it could not take instead of counting a transition that changed nothing. The scenario
-    parser refuses such steps already; this holds the system for callers that build actions themselves
-    (model.proofs.explore)."""
-    config = sy.SystemConfig()
-    state = sy.initial_state(config, [("t", 4)])
-    assert sy.step(state, action, config) is None
-    assert sy.step(state, sy.RecordsProduced("t", 1), config) is not None  # the same state takes a real produce
