@@ -146,8 +146,14 @@ def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFr
 
     One aggregate per member: where each ``protocol`` value first appears, and the first assignor of
     each kind (the checker's ``Member.protocol`` before a protocol is named); then one per group.
+    A member that moved groups counts in the group it left until the event that moved it
+    (``moved_from``): ``CoordinatorChecks._bound`` counts the members whose group is the rebalancing
+    one then (``Member.group``, changed by ``Checker._member``). Those moves are read from the new
+    group's rows and joined to the old group's members: a broadcast of the few moved members.
     """
     m = events.filter(F.col("member").isNotNull() & (F.col("part") == 0))
+    left = m.filter(F.col("moved_from").isNotNull()).select(
+        F.col("moved_from").alias("group"), "member", F.col("seq").alias("left"))
     proto, assignor, seq = F.col("protocol"), F.col("assignor"), F.col("seq")
     firsts = m.groupBy("group", "member").agg(
         *[F.min(F.when(proto == p, seq)).alias(f"n_{p}") for p in ("eager", "cooperative", "consumer")],
@@ -170,7 +176,11 @@ def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFr
         .otherwise(F.array().cast("array<struct<v:string,s:bigint,e:bigint>>")),
         F.transform(F.col("named"), lambda e, i: F.struct(e["v"].alias("v"), e["s"].alias("s"),
                                                           F.get(F.col("named"), i + 1)["s"].alias("e"))))
-    per_member = firsts.select("group", named.alias("named"), pre.alias("pre")).select("group", pieces.alias("p"))
+    # the last piece ends where the member left the group (if it did)
+    ended = F.transform(pieces, lambda p: F.struct(p["v"].alias("v"), p["s"].alias("s"),
+                                                   F.coalesce(p["e"], F.col("left")).alias("e")))
+    per_member = (firsts.join(F.broadcast(left), ["group", "member"], "left")
+                  .select("group", "left", named.alias("named"), pre.alias("pre")).select("group", ended.alias("p")))
     return per_member.groupBy("group").agg(F.flatten(F.collect_list("p")).alias("pieces"))
 
 

@@ -32,7 +32,9 @@ def same_generation_overlaps(ov: DataFrame, rows: DataFrame) -> DataFrame:
     revoked_in_g = (end["kind"] == "revoked") & end["gen"].isNotNull() & (end["gen"] == F.col("new_gen"))
     cand = ov.filter(F.col("coop") & F.col("new_gen").isNotNull() & ~F.col("zombie") & ~F.col("tolerated")
                      & ~revoked_in_g)
-    gens = rows.filter(F.col("generation").isNotNull() | (F.col("name") == STARTUP)).select(
+    # the rows that set gen_ff: a generation named, or carried into a moved member's new group, or a startup
+    gens = rows.filter(F.col("generation").isNotNull() | F.col("moved_generation").isNotNull()
+                       | (F.col("name") == STARTUP)).select(
         F.col("group").alias("g_group"), F.col("member").alias("g_member"),
         F.struct(F.col("seq").alias("seq"), F.col("part").alias("part"), F.col("gen_ff").alias("gen")).alias("g"))
     key = ["group", "topic", "partition", "old", "new", "start_seq"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.layout import Columns, write_part
+from spark_analysis.layout import Columns, Moved, write_part
 from traces.delivery import RESET_POLICIES
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
@@ -254,12 +254,30 @@ class _Context:
     member_id: str | None = None  # the last one named since the last startup_complete
     # the offset configuration (DeliveryChecks._offset_config): the last value of each field named
     offset_config: dict[str, Any] = field(default_factory=dict)
+    # Checker._generation: the last generation named (Member.generation, -1 too) and each file's last one of at
+    # least 0 (Member.gen_by_src, which generation-monotonic compares); both since the last startup_complete
+    generation: int | None = None
+    file_generations: dict[str, int] = field(default_factory=dict)
+    # revoke-only-moved's memory of partitions revoked in a generation newer than the last assignment's
+    # (Member.assigned_gen, Member.complete_revoked: Checker._assigned, _let_go), since the last startup_complete
+    assigned_gen: int | None = None
+    complete_revoked: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
-    def update(self, event: dict[str, Any]) -> None:
+    def update(self, event: dict[str, Any], source: str) -> None:
+        from traces.schema import int_field
         from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
 
         if event["name"] == "startup_complete":
             self.member_id = None  # Checker._startup: a new process has no member id yet
+            self.generation = None  # ... nor a generation, in any file, nor revoke-only-moved's memory
+            self.file_generations.clear()
+            self.assigned_gen = None
+            self.complete_revoked.clear()
+        gen = int_field(event, "generation")  # from_traces checked it is one
+        if gen is not None:
+            self.generation = gen
+            if gen >= 0:
+                self.file_generations[source] = gen
         sub = event.get("subscription")
         if isinstance(sub, list) and all(isinstance(t, str) for t in sub):
             self.subscription = sub
@@ -295,6 +313,41 @@ class _Context:
         more.update({k: v for k, v in self.offset_config.items() if not _OFFSET_CONFIG[k](event.get(k))})
         return {**event, **more} if more else event
 
+    def carried_generations(self, event: dict[str, Any]) -> tuple[int | None, list[tuple[str, int]] | None]:
+        """The move columns ``moved_generation`` (where ``event`` names no generation) and ``moved_generations``
+        for ``event``: nothing on a ``startup_complete``, which forgets them (``Checker._startup``)."""
+        if event["name"] == "startup_complete":
+            return None, None
+        generation = self.generation if event.get("generation") is None else None
+        return generation, sorted(self.file_generations.items()) or None
+
+    def carried_revokes(self, event: dict[str, Any]) -> list[tuple[int, str, int]] | None:
+        """The move column ``moved_revoked``: revoke-only-moved's memory, (generation, topic, partition)."""
+        if event["name"] == "startup_complete":
+            return None
+        return sorted((g, t, p) for g, tps in self.complete_revoked.items() for t, p in tps) or None
+
+    def remember(self, name: str, tps: set[tuple[Any, Any]], owned: set[tuple[Any, Any]]) -> None:
+        """revoke-only-moved's memory after an ownership event the checker reads (not superseded), ``owned``: what
+        the member owned before it. Kept where the protocol said so far is cooperative or not known (the
+        checker's default protocol may make it so); the job reads it only for a cooperative member."""
+        gen = self.generation if self.generation is not None and self.generation >= 0 else None
+        if name == "partitions_assigned" and gen is not None:
+            self.assigned_gen = gen
+            for old in [g for g in self.complete_revoked if g < gen]:
+                del self.complete_revoked[old]
+        elif name == "partitions_revoked" and gen is not None and self.assigned_gen is not None \
+                and gen > self.assigned_gen and self._maybe_cooperative():
+            self.complete_revoked.setdefault(gen, set()).update(
+                tp for tp in tps & owned if isinstance(tp[0], str) and isinstance(tp[1], int))
+
+    def _maybe_cooperative(self) -> bool:
+        from traces.state import COOPERATIVE_ASSIGNORS
+
+        if self.protocol is not None:
+            return self.protocol == "cooperative"
+        return self.assignor is None or self.assignor in COOPERATIVE_ASSIGNORS
+
 
 @dataclass
 class _MemberGroups:
@@ -319,39 +372,45 @@ class _MemberGroups:
     context: dict[str, _Context] = field(default_factory=dict)
     carrying: set[str] = field(default_factory=set)  # members moved whose context no row the job reads carries yet
 
-    def place(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None
-              ) -> tuple[str, dict[str, Any]]:
-        """The event's group, and the event as the corpus writes it (with the context a move carries);
-        ``file_group``: the group of its file's events that name none (a callback trace paired with its
-        client log, ``Source.group``), as the checker's ``_member`` takes it."""
+    def place(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None,
+              source: str = "") -> tuple[str, dict[str, Any], Moved | None]:
+        """The event's group, the event as the corpus writes it (with the context a move carries), and its move
+        columns (:mod:`spark_analysis.layout`; None when all are null); ``file_group``: the group of its file's
+        events that name none (a callback trace paired with its client log, ``Source.group``), as the checker's
+        ``_member`` takes it; ``source``: its file's label (the checker's per-file generations)."""
         named = event.get("group")
         named = named if isinstance(named, str) else file_group
         current = self.of.get(member)
         owned = self.owned.setdefault(member, set())
         context = self.context.setdefault(member, _Context())
+        moved_from = None
         if current is None:
             current = self.of[member] = (named or self.default, named is not None)
         elif named is not None and named != current[0] and not current[1] and not owned:
+            moved_from = current[0]
             current = self.of[member] = (named, True)
             self.carrying.add(member)
         name = event["name"]
         ownership = name in ("partitions_assigned", "partitions_revoked", "partitions_lost")
+        moved: Moved | None = None
         if member in self.carrying:
             written = context.carried(event)
+            moved = (moved_from, *context.carried_generations(event), context.carried_revokes(event))
             if not (superseded and ownership):  # the job reads this row (ownership.member_rows)
                 self.carrying.discard(member)
         else:
             written = event
-        context.update(event)
+        context.update(event, source)
         if name in ("startup_complete", "shutdown_complete"):
             owned.clear()
         elif ownership and not superseded:
             tps = {(p.get("topic"), p.get("partition")) for p in event.get("partitions") or () if isinstance(p, dict)}
+            context.remember(name, tps, owned)
             if name == "partitions_assigned":
                 owned |= tps
             else:
                 owned -= tps
-        return current[0], written
+        return current[0], written, moved
 
 
 def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
@@ -404,12 +463,17 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
             continue
         jsonl = source.format in jsonl_formats
         callback = member in plan.callback_members
+        moved = None
         if member is None:
             group = event.get("group") if isinstance(event.get("group"), str) else default_group
         else:
-            group, event = groups.place(member, event, superseded=callback and not jsonl, file_group=source.group)
+            group, event, moved = groups.place(member, event, superseded=callback and not jsonl,
+                                               file_group=source.group, source=labels[src])
+            if moved is not None and moved[0] is not None:
+                moved = (group_prefix + moved[0], *moved[1:])
         cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
-                       jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown)
+                       jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown,
+                       moved=moved)
         events += 1
         if len(cols) >= ROWS_PER_PART:
             write_part(cols.table(), out, part)

@@ -353,10 +353,17 @@ def stale_commits(rows: DataFrame) -> DataFrame:
 
 
 def generation_down(rows: DataFrame) -> DataFrame:
-    """generation-monotonic: per member and file (a restart starts over), a generation never goes down."""
+    """generation-monotonic: per member and file (a restart starts over), a generation never goes down.
+
+    A moved member's files' last generations before the move (``moved_generations``, on its first row in
+    the new group) hold until the file names another: the checker keeps ``Member.gen_by_src`` when it
+    moves the member (``Checker._member``, ``_generation``)."""
     ev = rows.filter(F.col("part") == 0)
     wsrc = Window.partitionBy("group", "member", "inc", "source").orderBy("seq").rowsBetween(UNB, -1)
-    ev = ev.withColumn("last_gen", F.last(F.when(F.col("generation") >= 0, F.col("generation")), True).over(wsrc))
+    carried = F.element_at(F.first("moved_generations", True).over(Window.partitionBy("group", "member", "inc")),
+                           F.col("source"))
+    ev = ev.withColumn("last_gen", F.coalesce(
+        F.last(F.when(F.col("generation") >= 0, F.col("generation")), True).over(wsrc), carried))
     down = ev.filter((F.col("generation") >= 0) & (F.col("generation") < F.col("last_gen")))
     agg = down.groupBy("group", "member").agg(
         F.min("timestamp").alias("t0"), F.max("timestamp").alias("t1"), F.count(F.lit(1)).alias("n"),
@@ -402,5 +409,6 @@ def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     return held.select(*finding(
         "eager-revoke-all", VIOLATION, F.array(F.col("member")), F.col("owned"), F.col("timestamp"),
         F.col("timestamp"), F.array(F.col("w")),
-        F.format_string("eager member %s %s while it still owned partitions; eager members revoke everything "
-                        "before they rejoin (ConsumerCoordinator.onJoinPrepare)", F.col("member"), what)))
+        F.format_string("eager member %s %s while it still owned %s; eager members revoke everything "
+                        "before they rejoin (ConsumerCoordinator.onJoinPrepare)", F.col("member"), what,
+                        labels(F.array_sort(F.col("owned"))))))

@@ -20,6 +20,14 @@ event came from:
   (in place of the row's own, which the checker no longer reads once an assignor set the protocol) --
   because the checker keeps them when it moves the member and the job keeps them per group and
   member (:class:`spark_analysis.corpus._MemberGroups`).
+- the move columns, null but on a moved member's rows in its new group: ``moved_from``, on the row
+  that moved it (the first one in the new group), the group it left; on the row that carries the
+  context, ``moved_generation``, its generation at the move where the row names none (the
+  checker's ``Member.generation``; ``generation`` stays the event's, as it is also read as the
+  group's), and ``moved_generations``, the last generation of each of its files
+  (``Member.gen_by_src``, which ``generation-monotonic`` compares per file) -- neither past a
+  ``startup_complete``, which forgets them; and ``moved_revoked``, revoke-only-moved's memory of
+  partitions it revoked in a generation newer than its last assignment's (``Member.complete_revoked``).
 - ``member``: the consumer process the event belongs to, resolved the way the checker resolves it
   (the event's ``member``, else the file's member); null for coordinator events.
 - ``seq``: the event's place in the merged, time-ordered stream of its corpus (the order the
@@ -48,7 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 STRING_COLUMNS = ("group", "name", "member", "source", "member_id", "instance_id", "protocol", "assignor",
-                  "topic", "error", "reason", "state", "auto_offset_reset", "format", "detail")
+                  "topic", "error", "reason", "state", "auto_offset_reset", "format", "detail", "moved_from")
 
 SCHEMA = pa.schema([
     ("group", pa.dictionary(pa.int32(), pa.string())),
@@ -85,6 +93,11 @@ SCHEMA = pa.schema([
     ("detail", pa.dictionary(pa.int32(), pa.string())),
     ("members", pa.list_(pa.string())),
     ("member_count", pa.int64()),
+    ("moved_from", pa.dictionary(pa.int32(), pa.string())),
+    ("moved_generation", pa.int64()),
+    ("moved_generations", pa.map_(pa.string(), pa.int64())),
+    ("moved_revoked", pa.list_(pa.struct([("generation", pa.int64()), ("topic", pa.string()),
+                                          ("partition", pa.int32())]))),
 ])
 COLUMNS = tuple(SCHEMA.names)
 
@@ -115,6 +128,12 @@ def _strings(value: Any) -> list[str] | None:
     return None
 
 
+# the move columns of one event (see the module doc): moved_from, moved_generation, moved_generations (as pairs),
+# moved_revoked (as (generation, topic, partition))
+Moved = tuple[str | None, int | None, list[tuple[str, int]] | None, list[tuple[int, str, int]] | None]
+_NOT_MOVED: Moved = (None, None, None, None)
+
+
 class Columns:
     """Rows collected column by column (cheaper than a dict per row), turned into an Arrow table."""
 
@@ -126,15 +145,15 @@ class Columns:
 
     def add_event(self, event: dict[str, Any], *, group: str, member: str | None, seq: int, source: str,
                   line: int, jsonl: bool, callback: bool = False, fmt: str | None = None,
-                  commits_shown: bool | None = None) -> None:
-        """Append the rows of one event (one per partition it names, or one)."""
+                  commits_shown: bool | None = None, moved: Moved | None = None) -> None:
+        """Append the rows of one event (one per partition it names, or one); ``moved``: the move columns."""
         name = event["name"]
         common = (group, seq, _int(event["timestamp"]), name, member, source, line, jsonl, callback,
                   _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
                   _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
                   _str(event.get("auto_offset_reset")), fmt, commits_shown, _bool(event.get("enable_auto_commit")),
                   _int(event.get("auto_commit_interval_ms")), _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")),
-                  _int(event.get("member_count")))
+                  _int(event.get("member_count")), *(moved or _NOT_MOVED))
         success = event.get("success")
         success = success if isinstance(success, bool) else None
         member_id = _str(event.get("member_id"))
@@ -160,7 +179,8 @@ class Columns:
              partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
              success: bool | None, error: str | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
-         state, reset, fmt, shown, auto, interval, subscription, detail, members, member_count) = common
+         state, reset, fmt, shown, auto, interval, subscription, detail, members, member_count, moved_from,
+         moved_generation, moved_generations, moved_revoked) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
                            ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
@@ -171,7 +191,11 @@ class Columns:
                            ("state", state), ("auto_offset_reset", reset), ("format", fmt),
                            ("commits_shown", shown), ("enable_auto_commit", auto),
                            ("auto_commit_interval_ms", interval), ("subscription", subscription),
-                           ("detail", detail), ("members", members), ("member_count", member_count)):
+                           ("detail", detail), ("members", members), ("member_count", member_count),
+                           ("moved_from", moved_from), ("moved_generation", moved_generation),
+                           ("moved_generations", moved_generations),
+                           ("moved_revoked", moved_revoked and [{"generation": g, "topic": t, "partition": p}
+                                                                for g, t, p in moved_revoked])):
             d[col].append(value)
 
     def table(self) -> pa.Table:

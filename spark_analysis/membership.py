@@ -13,7 +13,10 @@ state they keep per member or per group becomes window functions over the member
   the member was last assigned in (before rejoining) that comes back to it with nobody assigned
   it in between (the group's ``owner_epoch`` of the partition unchanged) and no assignment event
   of the member between; or a partition revoked in a newer generation and assigned again in that
-  same generation. A restart forgets both.
+  same generation. A restart forgets both. A member that moved groups brings the second kind's
+  memory into its new group (``moved_revoked``, written by the corpus: the checker keeps
+  ``Member.complete_revoked`` when it moves the member, ``Checker._member``); the first kind's,
+  which compares the old group's owner epochs, stays behind.
 - ``static-rejoin`` (``CoordinatorChecks._coord_rebalance`` / ``_coord_stable``): a static member
   replaced while the group is Stable (``coordinator_member_removed``, reason ``fenced``, with an
   ``instance_id``) watches the next coordinator event that decides: a rebalance for no membership
@@ -73,15 +76,18 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
     gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
     # the generation of the member's last assignment event (Member.assigned_gen), before the row; a restart
     # forgets it. Rows of the same event share a seq: the frame ends at the event before.
+    winc = Window.partitionBy("group", "member", "inc").orderBy("seq")
     assigned_gen = F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True).over(
-        Window.partitionBy("group", "member", "inc").orderBy("seq").rangeBetween(UNB, -1))
+        winc.rangeBetween(UNB, -1))
+    # the memory a moved member brought (on its first row in the new group, so the frame includes the row)
+    carried = F.first("moved_revoked", True).over(winc.rangeBetween(UNB, 0))
     last_assign_ev = F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(
         Window.partitionBy("group", "member").orderBy("seq").rangeBetween(UNB, -1))
     epoch = F.sum(F.col("is_new").cast("int")).over(
         Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1))
     coop = F.col("proto") == "cooperative"
     r = (rows.withColumn("assigned_gen", assigned_gen).withColumn("last_assign_ev", last_assign_ev)
-         .withColumn("epoch", F.coalesce(epoch, F.lit(0))).withColumn("g", gen))
+         .withColumn("epoch", F.coalesce(epoch, F.lit(0))).withColumn("g", gen).withColumn("carried", carried))
     revoke = (name == REVOKED) & F.col("is_release") & coop & F.col("g").isNotNull() & F.col("assigned_gen").isNotNull()
     prepare = revoke & (F.col("g") == F.col("assigned_gen"))
     complete = revoke & (F.col("g") > F.col("assigned_gen"))
@@ -94,7 +100,9 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
     assigning = F.col("is_new") & coop & F.col("g").isNotNull()
     back = assigning & F.col("prep").isNotNull() & (F.col("prep.seq") > F.coalesce(F.col("last_assign_ev"), F.lit(-1))) \
         & (F.col("prep.epoch") == F.col("epoch"))
-    same = assigning & F.array_contains(F.col("completed"), F.col("g"))
+    same = assigning & (F.array_contains(F.col("completed"), F.col("g")) | F.coalesce(F.exists(
+        F.col("carried"), lambda e: (e["generation"] == F.col("g")) & (e["topic"] == F.col("topic"))
+        & (e["partition"] == F.col("partition"))), F.lit(False)))
     came_back = _per_event(r.filter(back), "g", pw=F.min_by(F.col("prep.w"), F.col("part")))
     again = _per_event(r.filter(same), "g")
 

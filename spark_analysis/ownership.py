@@ -9,7 +9,9 @@ columns on the member rows, each a window function over the member's rows in the
   positions); ``life``: ownership lifetimes, counted by ``startup_complete`` and
   ``shutdown_complete`` (both end everything owned).
 - ``gen_ff`` / ``mid_ff``: the member's generation and member id after the row (last non-null
-  value in the incarnation), ``proto``: its protocol (the last ``protocol`` field, else what its
+  value in the incarnation; a moved member's generation at the move, ``moved_generation``, counts
+  where its carrying row names none: the checker keeps ``Member.generation`` when it moves the
+  member, ``Checker._member``), ``proto``: its protocol (the last ``protocol`` field, else what its
   first assignor implies, else the default), ``known``: whether what it owns is known (a callback
   trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``);
   ``shut_down``: whether the member's last ``startup_complete`` / ``shutdown_complete`` so far is a
@@ -90,7 +92,7 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
             .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
             .withColumn("proto", _protocol(default_protocol)))
     rows = (rows
-            .withColumn("gen_ff", in_inc(F.col("generation")))
+            .withColumn("gen_ff", in_inc(F.coalesce(F.col("generation"), F.col("moved_generation"))))
             .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
                                         | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
                         .over(upto) == 1)

@@ -177,6 +177,28 @@ MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
         "b": [_start(25, group="g"), ev("partitions_assigned", 30, parts=[0], group="g"), _stop(70)],
         "c": [ev("coordinator_member_removed", 20, group="g", member_id="a-1", reason="session timeout")],
     },
+    # the generation said before the move (group_joined 1, naming no group) is the member's after it: two
+    # assignments in g naming none, without a revoke between, are eager-revoke-all in generation 1
+    "moved-generation": {"a": [_start(protocol="eager"), ev("group_joined", 5, generation=1),
+                               ev("partitions_assigned", 10, parts=[0], group="g"),
+                               ev("partitions_assigned", 20, parts=[1], group="g"), _stop(30)]},
+    # generation 3 in a's file before the move, 2 in the same file after it: generation-monotonic (per file, and the
+    # checker keeps the file's last generation when it moves the member)
+    "moved-generation-down": {"a": [_start(), ev("group_joined", 5, generation=3),
+                                    ev("group_joined", 10, group="g", generation=2), _stop(30)]},
+    # a cooperative member revokes t-0 in generation 2 (newer than its assignment's, 1) before the move and is assigned
+    # it in generation 2 in g: revoke-only-moved (the checker keeps the memory of that revoke when it moves a)
+    "moved-revoked": {"a": [_start(**COOP), ev("partitions_assigned", 5, parts=[0], generation=1),
+                            ev("partitions_revoked", 10, parts=[0], generation=2),
+                            ev("partitions_assigned", 20, parts=[0], group="g", generation=2), _stop(30)]},
+    # a's protocol (eager) counts in the default group only until a moves to g: the default group's members then have
+    # no protocol, its bound is the cooperative one (2), and its second rebalance is within it (converges holds)
+    "moved-converges": {
+        "a": [_start(protocol="eager"), ev("group_joined", 10, group="g", generation=1), _stop(400)],
+        "c": [ev("coordinator_stable", 50, group="default", generation=1, members=["x-1"], state="Stable"),
+              ev("coordinator_rebalance", 100, group="default", reason=JOINED),
+              ev("coordinator_rebalance", 200, group="default", reason=REJOIN),
+              ev("coordinator_stable", 300, group="default", generation=3, members=["x-1"], state="Stable")]},
 }
 
 # The checker's whole-trace unchecked notes (traces.trace_notes) no sample shows, and the cooperative overlap

@@ -145,6 +145,16 @@ def _zombies(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[t
                    f["evidence"]) for f in findings if f["invariant"] in ("single-owner", "zombie-overlap"))
 
 
+def _moved(findings: list[dict[str, Any]], group: Any = lambda g: g) -> list[tuple[Any, ...]]:
+    """The findings of the crafted sets of a member that moves groups (crafted.MOVED) with their message (the
+    generation carried into the new group is named there) and evidence lines; converges is compared by
+    :func:`_converges`."""
+    return sorted((group(f["group"]), f["invariant"], sorted(f["members"]), f["window"][0], f["message"],
+                   [e.rsplit(":", 1)[1] for e in f["evidence"]]) for f in findings
+                  if group(f["group"]).startswith("crafted-moved-") and f["invariant"] in mine.COVERED
+                  and f["invariant"] != "converges")
+
+
 # the invariants of the notes about what the whole trace never showed (traces.trace_notes, traces.delivery's
 # offsets_seen_notes / commits_seen_notes), and the ones every trace set compares and the samples hold
 WHOLE_TRACE = ("single-owner", "zombie-overlap", "subscribed-only", "generation-monotonic", "revoke-before-assign",
@@ -167,6 +177,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     converges_held = []
     rejected: list[tuple[Any, ...]] = []
     zombies: list[tuple[Any, ...]] = []
+    moved: list[tuple[Any, ...]] = []
     groups = Counter(r["group"].split("/", 1)[0] for r in mine.load(spark, samples_corpus).select("group").distinct()
                      .collect())
     no_coordinator = []
@@ -187,6 +198,7 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
             converges_held.append(name)
         rejected += _rejected(report["findings"], lambda g, name=name: f"{name}/{g}")
         zombies += _zombies(report["findings"], lambda g, name=name: f"{name}/{g}")
+        moved += _moved(report["findings"], lambda g, name=name: f"{name}/{g}")
         rows = [r for r in samples_mined["unchecked_per_group"] if r["group"].startswith(f"{name}/")]
         assert _converges_notes(cv.unchecked(rows)) == _converges_notes(report["unchecked"]), name
         # no coordinator event in the set: converges and static-rejoin not checked, in the checker's words
@@ -241,6 +253,12 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
+    # a member that moved groups: what it carried (its generation, per file too) is read alike, worded alike; its
+    # protocol counts in the group it left only until it left
+    assert _moved(samples_mined["violations"] + samples_mined["warnings"]) == sorted(moved)
+    assert {(g.split("/")[0], i) for g, i, *_ in moved} >= {
+        ("crafted-moved-generation", "eager-revoke-all"), ("crafted-moved-generation-down", "generation-monotonic")}
+    assert "crafted-moved-converges" in converges_held, "the group a member left is judged without its protocol"
 
 
 def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:
