@@ -361,9 +361,11 @@ class _MemberGroups:
     The checker keeps the member's state when it moves; the job keeps it per group and member. So
     the member's first row in the new group carries what the member said before the move and that
     row does not say (:class:`_Context`: subscription, protocol or first assignor, member id, offset
-    configuration), and
+    configuration), and the move columns (:mod:`spark_analysis.layout`: its generation, its files'
+    generations, revoke-only-moved's second memory), and
     so does its next row the job reads if that one is a client-log ownership line the job drops
-    (``callback``). What the member did before the move stays in the old group, as in the checker.
+    (``callback``); the row that moved it names the group it left (``moved_from``). What else the
+    member did before the move stays in the old group (docs/mining.md, "Still different").
     """
 
     default: str

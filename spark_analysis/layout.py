@@ -24,10 +24,10 @@ event came from:
   that moved it (the first one in the new group), the group it left; on the row that carries the
   context, ``moved_generation``, its generation at the move where the row names none (the
   checker's ``Member.generation``; ``generation`` stays the event's, as it is also read as the
-  group's), and ``moved_generations``, the last generation of each of its files
-  (``Member.gen_by_src``, which ``generation-monotonic`` compares per file) -- neither past a
-  ``startup_complete``, which forgets them; and ``moved_revoked``, revoke-only-moved's memory of
-  partitions it revoked in a generation newer than its last assignment's (``Member.complete_revoked``).
+  group's), ``moved_generations``, the last generation of each of its files (``Member.gen_by_src``,
+  which ``generation-monotonic`` compares per file), and ``moved_revoked``, revoke-only-moved's
+  memory of partitions it revoked in a generation newer than its last assignment's
+  (``Member.complete_revoked``) -- none of the three on a ``startup_complete``, which forgets them.
 - ``member``: the consumer process the event belongs to, resolved the way the checker resolves it
   (the event's ``member``, else the file's member); null for coordinator events.
 - ``seq``: the event's place in the merged, time-ordered stream of its corpus (the order the

@@ -201,6 +201,10 @@ MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
               ev("coordinator_stable", 300, group="default", generation=3, members=["x-1"], state="Stable")]},
 }
 
+# The MOVED sets whose judgement needs what the member did in the group it left, which the corpus writes in its move
+# columns (no event fields): the checker run per group (benchmarks/bench_spark_checker.py) cannot see it
+MOVED_ACROSS = ("moved-generation", "moved-generation-down", "moved-revoked", "moved-converges")
+
 # The checker's whole-trace unchecked notes (traces.trace_notes) no sample shows, and the cooperative overlap
 # between two members of one generation (Checker._judge: revoke-before-assign beside single-owner)
 NOTES: dict[str, dict[str, list[dict[str, Any]]]] = {
