@@ -58,16 +58,13 @@ def _ownership_key() -> list[str]:
 def offsets(rows: DataFrame) -> DataFrame:
     """The polls and commit entries of owned partitions, with ``ac``, ``pos_after`` (polls), ``pos``
     (the position before the row), ``first`` (the ownership's first poll), ``committed`` (the group's,
-    before the row) and the member's reset policy and record_data habit."""
+    before the row), and ``rows``' ``rd`` / ``policy`` (the member's record_data habit and reset policy)."""
     name = F.col("name")
-    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
     wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
     polled = name.isin(CONSUMED, RECORD_DATA)
     ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
         & (F.coalesce(F.col("error"), F.lit("")) == "")
     base = (rows
-            .withColumn("rd", F.max((name == RECORD_DATA).cast("int")).over(wm) == 1)
-            .withColumn("policy", F.last("auto_offset_reset", True).over(wm))
             .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (polled | ok_commit | F.col("is_new")))
             .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wmtp))
             .withColumn("polled", polled)
