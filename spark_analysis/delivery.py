@@ -55,19 +55,24 @@ def _ownership_key() -> list[str]:
     return ["group", "member", "topic", "partition", "ac"]
 
 
+# What the readers of offsets() read (the rules here, the handoffs, the unchecked counts): mine.plan caches it,
+# so every other column of the member rows would be stored again for nothing
+OFFSET_COLUMNS = ("group", "member", "topic", "partition", "ac", "seq", "part", "timestamp", "source", "line",
+                  "polled", "commit", "n_poll", "first", "minOffset", "maxOffset", "offset", "pos", "pos_after",
+                  "committed", "rd", "policy")
+
+
 def offsets(rows: DataFrame) -> DataFrame:
-    """The polls and commit entries of owned partitions, with ``ac``, ``pos_after`` (polls), ``pos``
-    (the position before the row), ``first`` (the ownership's first poll), ``committed`` (the group's,
-    before the row) and the member's reset policy and record_data habit."""
+    """The polls and commit entries of owned partitions (:data:`OFFSET_COLUMNS`): ``ac``, ``pos_after``
+    (polls), ``pos`` (the position before the row), ``first`` (the ownership's first poll), ``committed``
+    (the group's, before the row), and ``rows``' ``rd`` / ``policy`` (the member's record_data habit and
+    reset policy)."""
     name = F.col("name")
-    wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
     wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
     polled = name.isin(CONSUMED, RECORD_DATA)
     ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
         & (F.coalesce(F.col("error"), F.lit("")) == "")
     base = (rows
-            .withColumn("rd", F.max((name == RECORD_DATA).cast("int")).over(wm) == 1)
-            .withColumn("policy", F.last("auto_offset_reset", True).over(wm))
             .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (polled | ok_commit | F.col("is_new")))
             .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wmtp))
             .withColumn("polled", polled)
@@ -79,22 +84,22 @@ def offsets(rows: DataFrame) -> DataFrame:
     owned = base.filter(F.col("owned_before") & (F.col("polled") | F.col("commit")))
     low, high = F.col("minOffset"), F.col("maxOffset")
     ints = low.isNotNull() & high.isNotNull()
-    polls = owned.filter(F.col("polled"))
+    # an ownership's polls and commits in one pass, one order (not two frames and a union, which Spark would sort
+    # and shuffle again to order): a commit has no n_poll, seg or pos_after, and a poll's pos_after is never null,
+    # so the last pos_after before a row is its position, for a poll (the last poll's) as for a commit
+    polled = F.col("polled")
     wi = Window.partitionBy(*_ownership_key()).orderBy("seq", "part")
-    polls = (polls
-             .withColumn("n_poll", F.row_number().over(wi))
-             .withColumn("seg", F.sum((~ints | ~F.col("rd")).cast("int")).over(wi.rowsBetween(UNB, 0))))
+    off = (owned
+           .withColumn("n_poll", F.when(polled, F.sum(polled.cast("int")).over(wi.rowsBetween(UNB, 0)).cast("int")))
+           .withColumn("seg", F.when(polled, F.sum((polled & (~ints | ~F.col("rd"))).cast("int"))
+                                     .over(wi.rowsBetween(UNB, 0)))))
     wseg = Window.partitionBy(*_ownership_key(), "seg").orderBy("seq", "part").rowsBetween(UNB, 0)
-    polls = polls.withColumn("pos_after", F.when(~ints, _unknown()).when(~F.col("rd"), high + 1)
-                             .otherwise(F.max(high + 1).over(wseg)))
-    polls = polls.withColumn("pos", F.lag("pos_after").over(wi)).withColumn("first", (F.col("n_poll") == 1) & ints)
-    commits = owned.filter(F.col("commit")).withColumn("n_poll", F.lit(None).cast("int")) \
-        .withColumn("seg", F.lit(None).cast("long")).withColumn("pos_after", F.lit(None).cast("long")) \
-        .withColumn("pos", F.lit(None).cast("long")).withColumn("first", F.lit(False))
-    both = polls.unionByName(commits)
-    # a commit's position: the last poll's of the ownership before it (none yet: null)
-    before = F.last("pos_after", True).over(wi.rowsBetween(UNB, -1))
-    return both.withColumn("pos", F.when(F.col("commit"), before).otherwise(F.col("pos")))
+    off = off.withColumn("pos_after", F.when(~polled, F.lit(None).cast("long")).when(~ints, _unknown())
+                         .when(~F.col("rd"), high + 1).otherwise(F.max(high + 1).over(wseg)))
+    return (off
+            .withColumn("pos", F.last("pos_after", True).over(wi.rowsBetween(UNB, -1)))
+            .withColumn("first", polled & (F.col("n_poll") == 1) & ints)
+            .select(*OFFSET_COLUMNS))
 
 
 def _aggregated(cands: DataFrame, invariant: str) -> DataFrame:

@@ -15,7 +15,8 @@ columns on the member rows, each a window function over the member's rows in the
   first assignor implies, else the default), ``known``: whether what it owns is known (a callback
   trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``);
   ``shut_down``: whether the member's last ``startup_complete`` / ``shutdown_complete`` so far is a
-  shutdown (the checker's ``Member.shutdown``).
+  shutdown (the checker's ``Member.shutdown``); ``rd``: whether it printed ``record_data`` so far,
+  ``policy``: its last ``auto_offset_reset`` so far (both read by :func:`spark_analysis.delivery.offsets`).
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
   (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
@@ -91,8 +92,12 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     rows = (rows
             .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
             .withColumn("proto", _protocol(default_protocol)))
+    # rd / policy: what spark_analysis.delivery.offsets reads per member (record_data printed so far, the last
+    # auto_offset_reset), in one projection with gen_ff so that Spark computes them in gen_ff's Window operator
     rows = (rows
-            .withColumn("gen_ff", in_inc(F.coalesce(F.col("generation"), F.col("moved_generation"))))
+            .withColumns({"rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
+                          "policy": F.last("auto_offset_reset", True).over(upto),
+                          "gen_ff": in_inc(F.coalesce(F.col("generation"), F.col("moved_generation")))})
             .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
                                         | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
                         .over(upto) == 1)
