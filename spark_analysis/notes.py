@@ -105,19 +105,20 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
         _as_long(F.col("outcome").isin("judged", "assumed-zero")).alias("no-gap-judged"),
         F.lit(None).cast(null_struct).alias("named"), F.lit(None).cast(null_struct).alias("by_assignor"))
     # per group and member first (the corpus is partitioned by group: no exchange), then the few rows that leaves
-    # gathered by set (the one exchange here) for a member's rows across the groups of its set
+    # gathered by set (the one exchange here) for a member's rows across the groups of its set; both steps, and
+    # the set's totals below, sum the counts, and both member steps keep the last protocol named and the first
+    # assignor's kind
+    sums = [F.sum(F.col(k)).alias(k) for k in _SUMS]
+    per_member_aggs = [*sums, F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")]
     per_member = from_events.unionByName(from_rows).unionByName(from_polls) \
-        .groupBy("group", "set", "member").agg(*[F.sum(F.col(k)).alias(k) for k in _SUMS],
-                                               F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")) \
-        .repartition("set").groupBy("set", "member").agg(*[F.sum(F.col(k)).alias(k) for k in _SUMS],
-                                                         F.max("named").alias("named"),
-                                                         F.min("by_assignor").alias("by_assignor"))
+        .groupBy("group", "set", "member").agg(*per_member_aggs) \
+        .repartition("set").groupBy("set", "member").agg(*per_member_aggs)
     # Member.protocol: the last protocol named, else the default, else the first assignor's kind
     proto = F.coalesce(F.col("named.v"), F.lit(default_protocol) if default_protocol is not None
                        else F.col("by_assignor.v"))
     is_member = F.col("member").isNotNull()
     per_set = per_member.groupBy("set").agg(
-        *[F.sum(F.col(k)).alias(k) for k in _SUMS],
+        *sums,
         F.count(F.when(is_member & (proto == "cooperative"), 1)).alias("cooperative"),
         F.count(F.when(is_member & (proto == "eager"), 1)).alias("eager"),
         F.count(F.when(is_member & proto.isNull(), 1)).alias("unknown-protocol"))
