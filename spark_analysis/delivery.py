@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _label, _tp, finding
-from spark_analysis.ownership import COMMITTED, CONSUMED, RECORD_DATA, STARTUP, UNB, where
+from spark_analysis.ownership import CONSUMED, RECORD_DATA, STARTUP, UNB, commit_entry_ok, where
 from traces.delivery import offset_notes
 from traces.state import UNKNOWN_POSITION
 
@@ -63,8 +63,7 @@ def offsets(rows: DataFrame) -> DataFrame:
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
     wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
     polled = name.isin(CONSUMED, RECORD_DATA)
-    ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
-        & (F.coalesce(F.col("error"), F.lit("")) == "")
+    ok_commit = commit_entry_ok()
     base = (rows
             .withColumn("rd", F.max((name == RECORD_DATA).cast("int")).over(wm) == 1)
             .withColumn("policy", F.last("auto_offset_reset", True).over(wm))
