@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.layout import Columns, write_part
-from traces.delivery import RESET_POLICIES
+from traces.delivery import OFFSET_CONFIG
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -236,11 +236,7 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 
 
 # the offset configuration a member event may name, and what the checker accepts (DeliveryChecks._offset_config)
-_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {
-    "auto_offset_reset": lambda v: v in RESET_POLICIES,
-    "enable_auto_commit": lambda v: isinstance(v, bool),
-    "auto_commit_interval_ms": lambda v: type(v) is int and v >= 0,
-}
+_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {key: valid for key, (valid, _) in OFFSET_CONFIG.items()}
 
 
 @dataclass
