@@ -71,7 +71,9 @@ RESET_POLICIES = frozenset({"earliest", "latest", "none"})
 # (DeliveryChecks._offset_config), and the words of its BadField for another. spark_analysis.corpus carries a
 # member's last accepted value of each across a move of groups by the same tests, so the two cannot drift.
 OFFSET_CONFIG: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "auto_offset_reset": (lambda v: v in RESET_POLICIES, "earliest, latest or none"),
+    # a str first: a list or object in the trace cannot be looked up in a set (it was a TypeError, which the
+    # checker reported as the field's error and the corpus writer did not catch)
+    "auto_offset_reset": (lambda v: isinstance(v, str) and v in RESET_POLICIES, "earliest, latest or none"),
     "enable_auto_commit": (lambda v: isinstance(v, bool), "true or false"),
     "auto_commit_interval_ms": (lambda v: type(v) is int and v >= 0, "a non-negative integer"),
 }
