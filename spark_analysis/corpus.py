@@ -235,7 +235,8 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 # ---------------------------------------------------------------------------------- captured traces
 
 
-# the offset configuration a member event may name, and what the checker accepts (DeliveryChecks._offset_config)
+# the offset configuration a member event may name, and which values the checker accepts: its own tests
+# (traces.delivery.OFFSET_CONFIG, without the words of its BadField)
 _OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {key: valid for key, (valid, _) in OFFSET_CONFIG.items()}
 
 
