@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.layout import Columns, Moved, write_part
-from traces.delivery import RESET_POLICIES
+from traces.delivery import OFFSET_CONFIG
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -235,12 +235,9 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 # ---------------------------------------------------------------------------------- captured traces
 
 
-# the offset configuration a member event may name, and what the checker accepts (DeliveryChecks._offset_config)
-_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {
-    "auto_offset_reset": lambda v: v in RESET_POLICIES,
-    "enable_auto_commit": lambda v: isinstance(v, bool),
-    "auto_commit_interval_ms": lambda v: type(v) is int and v >= 0,
-}
+# the offset configuration a member event may name, and which values the checker accepts: its own tests
+# (traces.delivery.OFFSET_CONFIG, without the words of its BadField)
+_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {key: valid for key, (valid, _) in OFFSET_CONFIG.items()}
 
 
 @dataclass

@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _label, _tp, finding
-from spark_analysis.ownership import COMMITTED, CONSUMED, RECORD_DATA, STARTUP, UNB, where
+from spark_analysis.ownership import CONSUMED, RECORD_DATA, STARTUP, UNB, commit_entry_ok, where
 from traces.delivery import offset_notes
 from traces.state import UNKNOWN_POSITION
 
@@ -70,8 +70,7 @@ def offsets(rows: DataFrame) -> DataFrame:
     name = F.col("name")
     wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
     polled = name.isin(CONSUMED, RECORD_DATA)
-    ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
-        & (F.coalesce(F.col("error"), F.lit("")) == "")
+    ok_commit = commit_entry_ok()
     base = (rows
             .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (polled | ok_commit | F.col("is_new")))
             .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wmtp))

@@ -34,6 +34,8 @@ from spark_analysis.ownership import (
     RECORD_DATA,
     REMOVED,
     UNB,
+    commit_entry_ok,
+    commit_ok,
     where,
 )
 from traces import zombies
@@ -111,9 +113,7 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
            .groupBy(*[ov[k] for k in key]).agg(F.max_by(F.struct("r_ts", "r_reason", "r_where"), "r_seq")
                                                 .alias("removal")))
     # what the old owner did with the partition after the new owner got it (consumed, committed)
-    acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | ((F.col("name") == COMMITTED)
-                        & F.coalesce(F.col("success"), F.lit(True))
-                        & (F.coalesce(F.col("error"), F.lit("")) == ""))) & F.col("owned_before"))
+    acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | commit_entry_ok()) & F.col("owned_before"))
     acts = acts.select(F.col("group").alias("a_group"), F.col("member").alias("a_member"),
                        F.col("topic").alias("a_topic"), F.col("partition").alias("a_partition"),
                        F.col("seq").alias("a_seq"), F.col("timestamp").alias("a_ts"),
@@ -300,8 +300,7 @@ def unowned(rows: DataFrame) -> DataFrame:
     wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
     name = F.col("name")
     polled = name.isin(CONSUMED, RECORD_DATA)
-    committed = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) & \
-        (F.coalesce(F.col("error"), F.lit("")) == "")
+    committed = commit_entry_ok()
     last_poll = F.last(F.when(polled & F.col("maxOffset").isNotNull(), F.struct(
         F.col("inc").alias("i"), (F.col("maxOffset") + 1).alias("v"))), True).over(wmtp.rowsBetween(UNB, -1))
     pos = F.when(last_poll["i"] == F.col("inc"), last_poll["v"])
@@ -331,7 +330,7 @@ def group_generations(events: DataFrame) -> DataFrame:
 def stale_commits(rows: DataFrame) -> DataFrame:
     """commit-owned-only: a successful commit with a generation older than one the group had reached before it
     (``rows`` carry :func:`group_generations`' columns)."""
-    events = rows.filter((F.col("name") == COMMITTED) & F.coalesce(F.col("success"), F.lit(True))
+    events = rows.filter(commit_ok()
                          & (F.col("gen_ff") >= 0) & (F.col("max_gen") > F.col("gen_ff"))
                          & (F.col("timestamp") > F.col("max_gen_ts")))
     per_event = events.groupBy("group", "member", "seq", "timestamp", "gen_ff", "max_gen", "source", "line",

@@ -26,7 +26,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_analysis.ownership import COMMITTED, CONSUMED, OWNERSHIP, RECORD_DATA
+from spark_analysis.ownership import CONSUMED, OWNERSHIP, RECORD_DATA, commit_entry_ok, commit_ok
 from traces.delivery import commits_seen_notes, offsets_seen_notes
 from traces.trace_notes import consumption_notes, ownership_notes, protocol_notes, subscription_notes
 
@@ -83,15 +83,12 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
                  | ((name == "coordinator_state") & (F.col("detail") == "member-assignment"))).alias("assignments"),
         _as_long(is_member & first_row & F.col("subscription").isNotNull()).alias("subscription"),
         _as_long(is_member & first_row & F.col("generation").isNotNull()).alias("generation"),
-        _as_long(is_member & first_row & (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)))
-        .alias("commits"),
+        _as_long(is_member & first_row & commit_ok()).alias("commits"),
         zero.alias("unverified"), zero.alias("first-polls"), zero.alias("no-gap-judged"),
         F.when(is_member & F.col("protocol").isin("eager", "cooperative"), seen(F.col("protocol"))).alias("named"),
         F.when(is_member & kind.isNotNull(), seen(kind)).alias("by_assignor"))
     # Checker._unowned / _commit_unowned: an entry of a partition not owned, by a member not yet known
-    ok_commit = (name == COMMITTED) & F.coalesce(F.col("success"), F.lit(True)) \
-        & (F.coalesce(F.col("error"), F.lit("")) == "")
-    from_rows = rows.filter(F.col("topic").isNotNull() & (name.isin(CONSUMED, RECORD_DATA) | ok_commit)
+    from_rows = rows.filter(F.col("topic").isNotNull() & (name.isin(CONSUMED, RECORD_DATA) | commit_entry_ok())
                             & ~F.col("owned_before") & ~F.col("known")).select(
         F.col("group"), trace_set(F.col("group")).alias("set"), F.lit(None).cast("string").alias("member"),
         *[zero.alias(k) for k in ("ownership", "assignments", "subscription", "generation", "commits")],
@@ -105,19 +102,20 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
         _as_long(F.col("outcome").isin("judged", "assumed-zero")).alias("no-gap-judged"),
         F.lit(None).cast(null_struct).alias("named"), F.lit(None).cast(null_struct).alias("by_assignor"))
     # per group and member first (the corpus is partitioned by group: no exchange), then the few rows that leaves
-    # gathered by set (the one exchange here) for a member's rows across the groups of its set
+    # gathered by set (the one exchange here) for a member's rows across the groups of its set; both steps, and
+    # the set's totals below, sum the counts, and both member steps keep the last protocol named and the first
+    # assignor's kind
+    sums = [F.sum(F.col(k)).alias(k) for k in _SUMS]
+    per_member_aggs = [*sums, F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")]
     per_member = from_events.unionByName(from_rows).unionByName(from_polls) \
-        .groupBy("group", "set", "member").agg(*[F.sum(F.col(k)).alias(k) for k in _SUMS],
-                                               F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")) \
-        .repartition("set").groupBy("set", "member").agg(*[F.sum(F.col(k)).alias(k) for k in _SUMS],
-                                                         F.max("named").alias("named"),
-                                                         F.min("by_assignor").alias("by_assignor"))
+        .groupBy("group", "set", "member").agg(*per_member_aggs) \
+        .repartition("set").groupBy("set", "member").agg(*per_member_aggs)
     # Member.protocol: the last protocol named, else the default, else the first assignor's kind
     proto = F.coalesce(F.col("named.v"), F.lit(default_protocol) if default_protocol is not None
                        else F.col("by_assignor.v"))
     is_member = F.col("member").isNotNull()
     per_set = per_member.groupBy("set").agg(
-        *[F.sum(F.col(k)).alias(k) for k in _SUMS],
+        *sums,
         F.count(F.when(is_member & (proto == "cooperative"), 1)).alias("cooperative"),
         F.count(F.when(is_member & (proto == "eager"), 1)).alias("eager"),
         F.count(F.when(is_member & proto.isNull(), 1)).alias("unknown-protocol"))

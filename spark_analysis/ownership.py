@@ -52,6 +52,18 @@ def where(source: str = "source", line: str = "line") -> Column:
     return F.concat_ws(":", F.col(source), F.col(line).cast("string"))
 
 
+def commit_ok() -> Column:
+    """A commit that did not fail: an ``offsets_committed`` row whose ``success`` is not false (``Checker._committed``
+    counts it in ``saw["commits"]`` and judges its generation)."""
+    return (F.col("name") == COMMITTED) & F.coalesce(F.col("success"), F.lit(True))
+
+
+def commit_entry_ok() -> Column:
+    """A commit entry that took: :func:`commit_ok`, and no ``error`` on the row (the entry's, else the event's, as
+    the corpus writes it); ``Checker._committed`` skips an entry with an error."""
+    return commit_ok() & (F.coalesce(F.col("error"), F.lit("")) == "")
+
+
 def _protocol(default_protocol: str | None) -> Column:
     """The checker's ``Member.protocol`` (``Checker._member`` / ``_context``): the last ``protocol`` field, else the
     default (``--protocol``) when one is given, else the kind of the first assignor the member names -- the checker

@@ -51,6 +51,7 @@ per group and partition (the last release); the per-handoff list in the report i
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from traces.schema import TP, BadField, tp_json, tp_label
@@ -65,6 +66,25 @@ from traces.state import (
 )
 
 RESET_POLICIES = frozenset({"earliest", "latest", "none"})
+
+# The offset configuration any member event may name: each field's test of the values the checker accepts
+# (DeliveryChecks._offset_config), and the words of its BadField for another. spark_analysis.corpus carries a
+# member's last accepted value of each across a move of groups by the same tests, so the two cannot drift.
+OFFSET_CONFIG: dict[str, tuple[Callable[[Any], bool], str]] = {
+    # a str first: a list or object in the trace cannot be looked up in a set (it was a TypeError, which the
+    # checker reported as the field's error and the corpus writer did not catch)
+    "auto_offset_reset": (lambda v: isinstance(v, str) and v in RESET_POLICIES, "earliest, latest or none"),
+    "enable_auto_commit": (lambda v: isinstance(v, bool), "true or false"),
+    "auto_commit_interval_ms": (lambda v: type(v) is int and v >= 0, "a non-negative integer"),
+}
+
+
+def _accepted(key: str, value: Any) -> Any:
+    """``value`` of the :data:`OFFSET_CONFIG` field ``key``, or BadField naming the field and what it should be."""
+    valid, wanted = OFFSET_CONFIG[key]
+    if not valid(value):
+        raise BadField(f"{key} is not {wanted}: {value!r:.40}")
+    return value
 
 # Why records were consumed twice at a handoff, worst first.
 CAUSES = {
@@ -191,26 +211,22 @@ class DeliveryChecks(CheckerParts):
     # ---------------------------------------------------------------- configuration from the trace
 
     def _offset_config(self, m: Member, ev: dict[str, Any]) -> None:
-        """``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` (any event may say)."""
+        """``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` (any event may say; the values
+        :data:`OFFSET_CONFIG` accepts). Each field is read (and a wrong one refused) in turn."""
+        # the table is consulted only for a field the event names: most events name none (a hot path)
         reset = ev.get("auto_offset_reset")
         if reset is not None:
-            if reset not in RESET_POLICIES:
-                raise BadField(f"auto_offset_reset is not earliest, latest or none: {reset!r:.40}")
-            m.auto_offset_reset = reset
+            m.auto_offset_reset = _accepted("auto_offset_reset", reset)
         auto = ev.get("enable_auto_commit")
         if auto is not None:
-            if not isinstance(auto, bool):
-                raise BadField(f"enable_auto_commit is not true or false: {auto!r:.40}")
-            m.auto_commit = auto
+            m.auto_commit = _accepted("enable_auto_commit", auto)
             if auto and m.commits_shown is True and m.jsonl_format == "groupspec":
                 # Which automatic commits a groupspec trace shows depends on its writer (the Java driver shows
                 # none, the model the ones it sends): the committed offset it shows is a lower bound only.
                 m.commits_shown = None
         interval = ev.get("auto_commit_interval_ms")
         if interval is not None:
-            if type(interval) is not int or interval < 0:
-                raise BadField(f"auto_commit_interval_ms is not a non-negative integer: {interval!r:.40}")
-            m.auto_commit_interval_ms = interval
+            m.auto_commit_interval_ms = _accepted("auto_commit_interval_ms", interval)
 
     # ---------------------------------------------------------------- consumption
 

@@ -1,0 +1,60 @@
+"""A member's offset settings: the corpus carries across a move of groups exactly what the checker accepts.
+
+The checker refuses an event naming a setting it does not accept (``DeliveryChecks._offset_config``: a
+``bad-field`` skip); the corpus writes a member's last accepted settings on its first row in a new group
+(``corpus._MemberGroups``), where the job's no-gap rule reads the reset policy. Both read one table,
+``traces.delivery.OFFSET_CONFIG``; this runs the real checker and the real corpus writer on the same trace
+for each value, so a reader that stops using the table (or a table the two read apart) shows here. No Spark.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from spark_analysis import corpus
+from tests.traces.support import ev, tps, write_jsonl
+from tests.traces.support import run as check_paths
+
+# values each setting may be given in a trace: some the checker accepts, some not (wrong type or range, and
+# values Python cannot hash, which a membership test in a set would choke on)
+CANDIDATES: dict[str, list[Any]] = {
+    "auto_offset_reset": ["earliest", "latest", "none", "smallest", "", 0, True, ["earliest"], {"a": 1}],
+    "enable_auto_commit": [True, False, "true", 1, 0, [True]],
+    "auto_commit_interval_ms": [0, 5000, -1, 5000.0, "5000", True, [5000]],
+}
+CASES = [(key, value) for key, values in CANDIDATES.items() for value in values]
+
+
+def _trace(tmp_path: Path, key: str, value: Any) -> Path:
+    # c1 names the setting in the default group, then its assignment names group g: the checker moves it there
+    # (Checker._member) and the corpus writes the g row with what c1 said before
+    return write_jsonl(tmp_path / "c1.jsonl", [ev("startup_complete", 1000, **{key: value}),
+                                               ev("partitions_assigned", 2000, group="g", partitions=tps(0))])
+
+
+@pytest.mark.parametrize(("key", "value"), CASES, ids=[f"{k}={v!r}" for k, v in CASES])
+def test_the_corpus_carries_a_setting_exactly_when_the_checker_accepts_it(tmp_path: Path, key: str,
+                                                                         value: Any) -> None:
+    path = _trace(tmp_path, key, value)
+    skipped = check_paths(path)["input"]["skipped_examples"]
+    accepted = not skipped
+    if not accepted:  # refused with the field named, not by an error of another kind
+        assert [s["reason"] for s in skipped] == ["bad-field"] and f"{key} is not " in skipped[0]["detail"], skipped
+    corpus.from_traces([str(path)], tmp_path / "corpus", progress=None)
+    rows = pq.read_table(tmp_path / "corpus" / "events").to_pylist()
+    moved = [r for r in rows if r["group"] == "g" and r["name"] == "partitions_assigned"]
+    assert len(moved) == 1
+    assert moved[0][key] == (value if accepted else None)
+
+
+def test_the_candidates_hold_values_of_both_kinds() -> None:
+    # the test above can fail either way only if the checker accepts some candidates of each setting and not others
+    from traces.delivery import OFFSET_CONFIG
+
+    for key, values in CANDIDATES.items():
+        valid = OFFSET_CONFIG[key][0]
+        assert {bool(valid(v)) for v in values} == {True, False}, key
