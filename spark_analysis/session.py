@@ -33,6 +33,12 @@ CONF = {
     # started while the corpus is still being cached, which then waits on the cache's locks (the join's other
     # side is a few rows per group; the filter saves nothing)
     "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
+    # the job's one broadcast join (converges: the few members that moved groups) runs its build side before
+    # the rest of the findings' query, so it is the first reader of the cached corpus and builds the whole
+    # cache (the repartition by group and group_generations' windows). At 50M events that took longer than the
+    # default 300 s and failed the job ("Could not execute broadcast in 300 secs"): the wait measures the
+    # corpus, not the broadcast. No limit (SQLConf.broadcastTimeout reads a negative value as Long.MaxValue)
+    "spark.sql.broadcastTimeout": "-1",
 }
 
 
