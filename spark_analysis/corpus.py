@@ -34,6 +34,11 @@ from typing import Any
 
 from spark_analysis.layout import Columns, Moved, write_part
 from traces.delivery import OFFSET_CONFIG
+from traces.detect import plan as make_plan
+from traces.merge import merged
+from traces.readers import JSONL_FORMATS
+from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
+from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -161,6 +166,8 @@ class CorpusSpec:
 
 def simulate_group(spec: CorpusSpec, index: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace of group ``index`` and its truth entry (mutant, what the model's monitor flagged)."""
+    # the simulator and its monitor (some 30 modules) load here, once per group and not per event: `corpus
+    # --from` and `mine` (which reads this module's read_input) never need them
     from model.invariants.protocol import WARNINGS, Monitor
     from model.scenario import parse
     from model.system_run import simulate
@@ -261,9 +268,6 @@ class _Context:
     complete_revoked: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
     def update(self, event: dict[str, Any], source: str) -> None:
-        from traces.schema import int_field
-        from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
-
         if event["name"] == "startup_complete":
             self.member_id = None  # Checker._startup: a new process has no member id yet
             self.generation = None  # ... nor a generation, in any file, nor revoke-only-moved's memory
@@ -292,8 +296,6 @@ class _Context:
 
     def carried(self, event: dict[str, Any]) -> dict[str, Any]:
         """``event`` with the context it does not name itself filled in (see :class:`_MemberGroups`)."""
-        from traces.state import PROTOCOLS
-
         name = event["name"]
         more: dict[str, Any] = {}
         if self.subscription is not None and not isinstance(event.get("subscription"), list):
@@ -339,8 +341,6 @@ class _Context:
                 tp for tp in tps & owned if isinstance(tp[0], str) and isinstance(tp[1], int))
 
     def _maybe_cooperative(self) -> bool:
-        from traces.state import COOPERATIVE_ASSIGNORS
-
         if self.protocol is not None:
             return self.protocol == "cooperative"
         return self.assignor is None or self.assignor in COOPERATIVE_ASSIGNORS
@@ -423,10 +423,6 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
 
     Raises :class:`traces.schema.TraceInputError` for input that cannot be used at all.
     """
-    from traces.detect import plan as make_plan
-    from traces.merge import merged
-    from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
-
     plan = make_plan(list(paths), fmt, naive_offset_ms)
     stats = InputStats(max_examples=50)
     per_file: dict[str, Counter[str]] = {}
@@ -441,7 +437,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     out.mkdir(parents=True, exist_ok=True)
     cols = Columns()
     groups = _MemberGroups(default_group)
-    jsonl_formats = _jsonl_formats()
+    jsonl_formats = frozenset(JSONL_FORMATS)
     part = first_part
     events = 0
     started = time.monotonic()
@@ -493,12 +489,6 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         progress(f"corpus: {events:,} events from {len(plan.sources)} file(s), "
                  f"{stats.skipped_total} line(s) skipped, {time.monotonic() - started:.1f} s")
     return doc
-
-
-def _jsonl_formats() -> frozenset[str]:
-    from traces.readers import JSONL_FORMATS
-
-    return frozenset(JSONL_FORMATS)
 
 
 def _write_input(out: Path, doc: dict[str, Any]) -> None:
