@@ -242,11 +242,6 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 # ---------------------------------------------------------------------------------- captured traces
 
 
-# the offset configuration a member event may name, and which values the checker accepts: its own tests
-# (traces.delivery.OFFSET_CONFIG, without the words of its BadField)
-_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {key: valid for key, (valid, _) in OFFSET_CONFIG.items()}
-
-
 @dataclass
 class _Context:
     """What a member said of itself so far, as the checker keeps it on ``Member`` (``Checker._context``): the
@@ -290,7 +285,8 @@ class _Context:
         member_id = event.get("member_id")
         if isinstance(member_id, str) and member_id:
             self.member_id = member_id
-        for key, valid in _OFFSET_CONFIG.items():
+        # the offset configuration, each field's last value the checker accepts (its own tests: OFFSET_CONFIG)
+        for key, (valid, _) in OFFSET_CONFIG.items():
             if valid(event.get(key)):
                 self.offset_config[key] = event[key]
 
@@ -309,7 +305,7 @@ class _Context:
         if self.member_id is not None and name not in ("startup_complete", "group_synced") \
                 and not (isinstance(event.get("member_id"), str) and event["member_id"]):
             more["member_id"] = self.member_id
-        more.update({k: v for k, v in self.offset_config.items() if not _OFFSET_CONFIG[k](event.get(k))})
+        more.update({k: v for k, v in self.offset_config.items() if not OFFSET_CONFIG[k][0](event.get(k))})
         return {**event, **more} if more else event
 
     def carried_generations(self, event: dict[str, Any]) -> tuple[int | None, list[tuple[str, int]] | None]:
