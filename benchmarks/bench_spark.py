@@ -284,6 +284,8 @@ m AS (
   SELECT *,
          topic IS NOT NULL AND "partition" IS NOT NULL AND name = 'partitions_assigned' AND NOT owned_before AS is_new,
          name IN ('partitions_revoked', 'partitions_lost') AND owned_before AS is_release,
+         -- a commit entry that took (ownership.commit_entry_ok): read by act and u0
+         name = 'offsets_committed' AND coalesce(success, true) AND coalesce(error, '') = '' AS commit_entry_ok,
          CASE WHEN name IN ('startup_complete', 'shutdown_complete') THEN struct_pack(
            seq := seq,
            ts := CASE WHEN name = 'shutdown_complete' THEN timestamp ELSE coalesce(prev_ts, timestamp) END,
@@ -333,8 +335,7 @@ act AS (
   FROM ov JOIN m a ON a."group" = ov."group" AND a.member = ov.old AND a.topic = ov.topic
    AND a."partition" = ov."partition" AND a.seq > ov.start_seq AND a.seq < ov.e_seq
    AND a.timestamp > ov.start + CASE WHEN a.source <> ov.new_source THEN {skew_ms} ELSE 0 END
-  WHERE a.owned_before AND (a.name IN ('records_consumed', 'record_data')
-        OR (a.name = 'offsets_committed' AND coalesce(a.success, true) AND coalesce(a.error, '') = ''))),
+  WHERE a.owned_before AND (a.name IN ('records_consumed', 'record_data') OR a.commit_entry_ok)),
 judged0 AS (
   SELECT *, CASE WHEN e_kind = 'lost' THEN true
               WHEN removed_ts IS NOT NULL AND removed_ts <= start + {skew_ms} THEN true
@@ -362,13 +363,13 @@ judged AS (
 u0 AS (
   SELECT "group", member, topic, "partition", name, owned_before, known, "offset",
          name IN ('records_consumed', 'record_data') AS polled,
-         name = 'offsets_committed' AND coalesce(success, true) AND coalesce(error, '') = '' AS committed,
+         commit_entry_ok AS committed,
          sum(CASE WHEN is_new THEN 1 ELSE 0 END) OVER (wmtp ROWS UNBOUNDED PRECEDING) AS assigned_count,
          last_value(CASE WHEN name IN ('records_consumed', 'record_data') AND maxOffset IS NOT NULL
                          THEN struct_pack(i := inc, v := maxOffset + 1) END IGNORE NULLS)
            OVER (wmtp ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS last_poll, inc
   FROM m WHERE topic IS NOT NULL AND (name IN ('records_consumed', 'record_data', 'partitions_assigned')
-        OR (name = 'offsets_committed' AND coalesce(success, true) AND coalesce(error, '') = ''))
+        OR commit_entry_ok)
   WINDOW wmtp AS (PARTITION BY "group", member, topic, "partition" ORDER BY seq, part)),
 u AS (SELECT *, CASE WHEN last_poll.i = inc THEN last_poll.v END AS pos FROM u0 WHERE NOT owned_before AND known),
 un AS (

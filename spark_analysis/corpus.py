@@ -34,6 +34,11 @@ from typing import Any
 
 from spark_analysis.layout import Columns, Moved, write_part
 from traces.delivery import OFFSET_CONFIG
+from traces.detect import plan as make_plan
+from traces.merge import merged
+from traces.readers import JSONL_FORMATS
+from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
+from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -161,6 +166,8 @@ class CorpusSpec:
 
 def simulate_group(spec: CorpusSpec, index: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace of group ``index`` and its truth entry (mutant, what the model's monitor flagged)."""
+    # the simulator and its monitor (some 30 modules) load here, once per group and not per event: `corpus
+    # --from` and `mine` (which reads this module's read_input) never need them
     from model.invariants.protocol import WARNINGS, Monitor
     from model.scenario import parse
     from model.system_run import simulate
@@ -235,11 +242,6 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
 # ---------------------------------------------------------------------------------- captured traces
 
 
-# the offset configuration a member event may name, and which values the checker accepts: its own tests
-# (traces.delivery.OFFSET_CONFIG, without the words of its BadField)
-_OFFSET_CONFIG: dict[str, Callable[[Any], bool]] = {key: valid for key, (valid, _) in OFFSET_CONFIG.items()}
-
-
 @dataclass
 class _Context:
     """What a member said of itself so far, as the checker keeps it on ``Member`` (``Checker._context``): the
@@ -261,9 +263,6 @@ class _Context:
     complete_revoked: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
     def update(self, event: dict[str, Any], source: str) -> None:
-        from traces.schema import int_field
-        from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
-
         if event["name"] == "startup_complete":
             self.member_id = None  # Checker._startup: a new process has no member id yet
             self.generation = None  # ... nor a generation, in any file, nor revoke-only-moved's memory
@@ -286,14 +285,13 @@ class _Context:
         member_id = event.get("member_id")
         if isinstance(member_id, str) and member_id:
             self.member_id = member_id
-        for key, valid in _OFFSET_CONFIG.items():
+        # the offset configuration, each field's last value the checker accepts (its own tests: OFFSET_CONFIG)
+        for key, (valid, _) in OFFSET_CONFIG.items():
             if valid(event.get(key)):
                 self.offset_config[key] = event[key]
 
     def carried(self, event: dict[str, Any]) -> dict[str, Any]:
         """``event`` with the context it does not name itself filled in (see :class:`_MemberGroups`)."""
-        from traces.state import PROTOCOLS
-
         name = event["name"]
         more: dict[str, Any] = {}
         if self.subscription is not None and not isinstance(event.get("subscription"), list):
@@ -307,7 +305,7 @@ class _Context:
         if self.member_id is not None and name not in ("startup_complete", "group_synced") \
                 and not (isinstance(event.get("member_id"), str) and event["member_id"]):
             more["member_id"] = self.member_id
-        more.update({k: v for k, v in self.offset_config.items() if not _OFFSET_CONFIG[k](event.get(k))})
+        more.update({k: v for k, v in self.offset_config.items() if not OFFSET_CONFIG[k][0](event.get(k))})
         return {**event, **more} if more else event
 
     def carried_generations(self, event: dict[str, Any]) -> tuple[int | None, list[tuple[str, int]] | None]:
@@ -339,8 +337,6 @@ class _Context:
                 tp for tp in tps & owned if isinstance(tp[0], str) and isinstance(tp[1], int))
 
     def _maybe_cooperative(self) -> bool:
-        from traces.state import COOPERATIVE_ASSIGNORS
-
         if self.protocol is not None:
             return self.protocol == "cooperative"
         return self.assignor is None or self.assignor in COOPERATIVE_ASSIGNORS
@@ -423,10 +419,6 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
 
     Raises :class:`traces.schema.TraceInputError` for input that cannot be used at all.
     """
-    from traces.detect import plan as make_plan
-    from traces.merge import merged
-    from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
-
     plan = make_plan(list(paths), fmt, naive_offset_ms)
     stats = InputStats(max_examples=50)
     per_file: dict[str, Counter[str]] = {}
@@ -441,7 +433,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     out.mkdir(parents=True, exist_ok=True)
     cols = Columns()
     groups = _MemberGroups(default_group)
-    jsonl_formats = _jsonl_formats()
+    jsonl_formats = frozenset(JSONL_FORMATS)
     part = first_part
     events = 0
     started = time.monotonic()
@@ -493,12 +485,6 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         progress(f"corpus: {events:,} events from {len(plan.sources)} file(s), "
                  f"{stats.skipped_total} line(s) skipped, {time.monotonic() - started:.1f} s")
     return doc
-
-
-def _jsonl_formats() -> frozenset[str]:
-    from traces.readers import JSONL_FORMATS
-
-    return frozenset(JSONL_FORMATS)
 
 
 def _write_input(out: Path, doc: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ planned (docs/mining.md).
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 import time
@@ -194,7 +195,24 @@ def _finding_json(row: Any) -> dict[str, Any]:
 
 def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: MineConfig = MineConfig(),
         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Execute the job; write ``out/violations.parquet`` (every finding) when ``out`` is given."""
+    """Execute the job; write ``out/violations.parquet`` (every finding) when ``out`` is given.
+
+    Returns only Python data: when it returns, the job's DataFrames are unreachable, and they are collected
+    then, so that a process which runs the job again (a notebook, the benchmark's rounds) does not keep every
+    earlier run's plans on the driver. py4j's ``JavaObject`` caches each method it called as a ``JavaMember``
+    that refers back to it: every DataFrame, Column and plan object is in a reference cycle, and its JVM side
+    (the Dataset, its QueryExecution, the plans of the cached frames it read) stays held by the gateway until
+    Python's cyclic collector runs, which in a process of many long-lived objects is rarely (docs/mining.md,
+    "The driver's heap when the job runs again").
+    """
+    try:
+        return _run(spark, corpus, out, config, progress)
+    finally:
+        gc.collect()
+
+
+def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig,
+         progress: Callable[[str], None] | None) -> dict[str, Any]:
     started = time.monotonic()
     p = plan(spark, corpus, config)
     with Progress(spark, progress):

@@ -149,6 +149,39 @@ def test_static_members_come_first_where_java_iterates_a_hash_map():
     assert sets(result)["a"] == {tp("t", 0)}
 
 
+# A and B claim t0-0 in the same generation, older than C's (the newest), and C holds all of t0. Kafka 4.1.1
+# (the live check: test_sticky_java.py) gives t0-0 back to A, the first of the two in iteration order.
+EQUAL_OLDER_CLAIMERS = Problem({"t0": 2, "t1": 1}, (
+    sub("A", ["t0"], [tp("t0", 0)], 1), sub("B", ["t0"], [tp("t0", 0)], 1),
+    sub("C", ["t0", "t1"], [tp("t0", 0), tp("t0", 1), tp("t1", 0)], 2)))
+
+
+@both
+def test_the_first_of_equal_older_claimers_is_the_previous_owner(strategy):
+    """Among members that claimed a partition in the same generation below the newest, the first iterated stays its
+    previous owner, and the partition goes back to it.
+
+    ``GeneralAssignmentBuilder.updatePrevAssignment`` replaces a partition's previous owner only for a strictly
+    higher generation, so the first claimer in the iteration of the subscriptions (a HashMap in Java: the order
+    of model.assignors.order, A before B here) keeps it. C kept t0-0 and t0-1 (the newest claim wins:
+    assignOwnedPartitions); ``performReassignments`` sends t0-0 back to its previous owner, as C holds 2+ more
+    than it, and t0-1 to the least loaded. Were the last equal claimer the previous owner instead (issue 17's
+    mutation survivor ``sticky_general.py:150``, ``>`` -> ``>=``), B would get t0-0 and A t0-1: equally valid
+    and balanced, so only Java's exact answer tells the two apart.
+    """
+    problem = EQUAL_OLDER_CLAIMERS
+    target = sticky_target(problem.partitions_per_topic, problem.subscriptions)
+    got = {target.universe.members[m].member_id: sorted(target.universe.tp(p) for p in parts)
+           for m, parts in enumerate(target.assignment)}
+    assert got == {"A": [tp("t0", 0)], "B": [tp("t0", 1)], "C": [tp("t1", 0)]}
+    result = run(strategy, problem)
+    if strategy == "sticky":
+        assert sets(result) == {"A": {tp("t0", 0)}, "B": {tp("t0", 1)}, "C": {tp("t1", 0)}}
+    else:  # A claimed t0-0, so it is not "added" to A; t0-1 moves from C to B: withheld this round
+        assert sets(result) == {"A": {tp("t0", 0)}, "B": set(), "C": {tp("t1", 0)}}
+        assert result.transferring == {tp("t0", 1)}
+
+
 def test_tree_set_ties_break_on_member_id_not_instance_id():
     """The general builder's least-loaded choice is Java's TreeSet (count, member id)."""
     # unequal subscriptions: a also subscribes to a topic without metadata

@@ -283,3 +283,18 @@ def test_kafka_test_names_iterate_in_reverse_in_javas_hash_map(java_classpath):
     java = run_java(java_classpath, "sticky", {"kafka": problem})["kafka"]
     assert java["assign"] == {"consumer1": [tp("topic1", 0)], "consumer2": [tp("topic1", 1), tp("topic2", 1)],
                               "consumer3": [tp("topic2", 0)]}
+
+
+def test_java_keeps_the_first_of_equal_older_claimers_as_previous_owner(java_classpath):
+    """updatePrevAssignment replaces a previous owner only for a higher generation: A, the first of the two equal
+    claimers, gets t0-0 back (test_sticky.py's test of the same problem fails on issue 17's survivor
+    sticky_general.py:150, which made B the previous owner)."""
+    from tests.model.test_sticky import EQUAL_OLDER_CLAIMERS as problem
+
+    java = run_java(java_classpath, "sticky", {"p": problem})["p"]
+    assert java["assign"] == {"A": [tp("t0", 0)], "B": [tp("t0", 1)], "C": [tp("t1", 0)]}
+    coop = run_java(java_classpath, "coop", {"p": problem})["p"]
+    assert coop["assign"] == {"A": [tp("t0", 0)], "B": [], "C": [tp("t1", 0)]}
+    for assign, answer in ((sticky.assign, java), (cooperative_sticky.assign, coop)):
+        model = assign(problem.partitions_per_topic, problem.subscriptions)
+        assert {m: list(t) for m, t in model.assignment.items()} == answer["assign"]
