@@ -64,57 +64,68 @@ def commit_entry_ok() -> Column:
     return commit_ok() & (F.coalesce(F.col("error"), F.lit("")) == "")
 
 
-def _protocol(default_protocol: str | None) -> Column:
+def _protocol(default_protocol: str | None, kept: Column) -> Column:
     """The checker's ``Member.protocol`` (``Checker._member`` / ``_context``): the last ``protocol`` field, else the
     default (``--protocol``) when one is given, else the kind of the first assignor the member names -- the checker
-    reads an assignor only while the member's protocol is unknown, and a default makes it known from the start."""
+    reads an assignor only while the member's protocol is unknown, and a default makes it known from the start.
+    Rows where ``kept`` is not true are skipped (:func:`member_rows`)."""
     from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
 
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
-    named = F.last(F.when(F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
-    by_assignor = F.first(F.when(F.col("assignor").isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
-                          .when(F.col("assignor").isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
+    named = F.last(F.when(kept & F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
+    assignor = F.col("assignor")
+    by_assignor = F.first(F.when(kept & assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
+                          .when(kept & assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
     return F.coalesce(named, F.lit(default_protocol) if default_protocol is not None else by_assignor)
 
 
 def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
-    """The rows of member events, with the checker's per-member state as columns (see the module doc)."""
+    """The rows of member events, with the checker's per-member state as columns (see the module doc).
+
+    Every per-member column is a window over the same spec (the member's rows in the checker's order). Spark
+    computes window functions of one spec in one Window operator (one pass that buffers each member's rows) only
+    when they sit in one projection and none reads another's result: each ``withColumn`` over a window column is
+    an operator (a pass) of its own, and so is a filter between two windows. So the columns below are written as
+    independent running aggregates in one projection, and only ``known`` (which reads ``proto``) needs a
+    second pass. (Before, with one ``withColumn`` each and the filter between them, these were 8 passes.)
+    """
     name = F.col("name")
     wm = Window.partitionBy("group", "member").orderBy("seq", "part")
     upto = wm.rowsBetween(UNB, 0)
-    # the last value within the incarnation, read over the member's own window (one sort for all of them):
-    # the last value of the member, kept only when it was seen in this incarnation
-    def in_inc(value: Column) -> Column:
-        last = F.last(F.when(value.isNotNull(), F.struct(F.col("inc").alias("i"), value.alias("v"))), True).over(upto)
-        return F.when(last["i"] == F.col("inc"), last["v"])
 
-    # Read before the filter below drops the client-log ownership lines of a member whose callbacks are traced,
-    # as the checker reads them (its _context, before _callback_superseded): the member's last event of any kind
-    # (Member.last_ts / last_src: where its trace ended) and its member id (Member.member_id: a callback trace
-    # names none, its client log does). The same order as every window here, so no sort of their own.
+    # The last value within the incarnation (a startup_complete starts one): the last row so far that either has
+    # a value or is a startup_complete. A startup after the value's row ends it (null); a startup row's own value
+    # belongs to the new incarnation. One running aggregate, so it does not read ``inc`` and shares its pass.
+    def in_inc(value: Column) -> Column:
+        return F.last(F.when(value.isNotNull() | (name == STARTUP), F.struct(value.alias("v"))), True).over(upto)["v"]
+
+    # Client-log ownership lines of a member whose callbacks are traced are context only (the checker's
+    # _callback_superseded): the job drops them below, after the member's windows. The columns the checker
+    # reads before it drops them (its _context): the member's last event of any kind (Member.last_ts /
+    # last_src: where its trace ended), its incarnations and its member id (Member.member_id: a callback trace
+    # names none, its client log does). Every other column skips them (``kept``) rather than being computed
+    # after the filter: the same values on every row the filter keeps, and no second pass. (life, rd and
+    # shut_down count names those lines never have.)
+    kept = ~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback"))
     last = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("source").alias("source"))) \
         .over(wm.rowsBetween(UNB, UNF))
-    rows = (events.filter(F.col("member").isNotNull())
-            .withColumn("member_last", last)
-            .withColumn("inc", F.sum((name == STARTUP).cast("int")).over(upto)))
-    rows = rows.withColumn("mid_ff", in_inc(F.when(F.col("member_id") != "", F.col("member_id"))))
-    # client-log ownership lines of a member whose callbacks are traced are context only (the checker's
-    # _callback_superseded)
-    rows = rows.filter(~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback")))
-    rows = (rows
-            .withColumn("life", F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto))
-            .withColumn("proto", _protocol(default_protocol)))
-    # rd / policy: what spark_analysis.delivery.offsets reads per member (record_data printed so far, the last
-    # auto_offset_reset), in one projection with gen_ff so that Spark computes them in gen_ff's Window operator
-    rows = (rows
-            .withColumns({"rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
-                          "policy": F.last("auto_offset_reset", True).over(upto),
-                          "gen_ff": in_inc(F.coalesce(F.col("generation"), F.col("moved_generation")))})
-            .withColumn("known", F.max((F.col("jsonl") | name.isin(STARTUP, LOST)
-                                        | ((name == ASSIGNED) & (F.col("proto") == "eager"))).cast("int"))
-                        .over(upto) == 1)
-            .withColumn("shut_down", F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True)
-                                                .over(upto) == SHUTDOWN, F.lit(False))))
+    rows = events.filter(F.col("member").isNotNull()).withColumns({
+        "member_last": last,
+        "inc": F.sum((name == STARTUP).cast("int")).over(upto),
+        "mid_ff": in_inc(F.when(F.col("member_id") != "", F.col("member_id"))),
+        "life": F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto),
+        "proto": _protocol(default_protocol, kept),
+        # rd / policy: what spark_analysis.delivery.offsets reads per member (record_data printed so far, the
+        # last auto_offset_reset)
+        "rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
+        "policy": F.last(F.when(kept, F.col("auto_offset_reset")), True).over(upto),
+        "gen_ff": in_inc(F.when(kept, F.coalesce(F.col("generation"), F.col("moved_generation"))))})
+    # known reads proto: the second pass (shut_down rides along, in the columns' old order)
+    rows = rows.withColumns({
+        "known": F.max((kept & (F.col("jsonl") | name.isin(STARTUP, LOST)
+                                | ((name == ASSIGNED) & (F.col("proto") == "eager")))).cast("int")).over(upto) == 1,
+        "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
+                                F.lit(False))}).filter(kept)
     wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
