@@ -279,7 +279,8 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
             "pause_histogram": pause_hist,
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
         },
-        "spark": {"master": spark.sparkContext.master, "version": spark.version, **n_shuffles,
+        "spark": {"master": spark.sparkContext.master, "version": spark.version,
+                  "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), **n_shuffles,
                   "seconds": round(time.monotonic() - started, 3)},
         "config": asdict(config),
     }

@@ -73,8 +73,12 @@ def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: d
     spark = builder.getOrCreate()
     # Spark's default of 200 shuffle partitions makes hundreds of near-empty tasks per stage on a small
     # corpus; two per core keeps every core busy. (The job's one shuffle is the corpus's repartition by
-    # group: every later stage has this many tasks.) A value in ``extra`` is kept: to measure another.
+    # group: every later stage has this many tasks.) A value the user gave is kept: in ``extra`` (the
+    # benchmark's --conf), or in Spark's own configuration (spark-submit --conf, spark-defaults.conf). A large
+    # corpus needs more than two per core: each task holds its share of every cache, sort and window buffer
+    # (docs/mining.md, "Large corpora").
     parts = shuffle_partitions or (extra or {}).get("spark.sql.shuffle.partitions") \
+        or spark.sparkContext.getConf().get("spark.sql.shuffle.partitions", None) \
         or max(2, 2 * spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     return spark

@@ -101,11 +101,15 @@ def test_the_job_on_a_standalone_cluster_finds_what_local_finds(cluster: tuple[s
     out = tmp_path / "cluster-out"
     submit = subprocess.run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", url, "--py-files", str(zipped),
                              "--conf", "spark.executor.memory=768m", "--conf", "spark.driver.host=127.0.0.1",
+                             # a user's partition count is kept (the session's two per core is only a default),
+                             # and the findings do not depend on it
+                             "--conf", "spark.sql.shuffle.partitions=3",
                              str(ROOT / "spark_analysis" / "submit.py"), str(samples_corpus), "--out", str(out)],
                             env=env, capture_output=True, timeout=900)
     assert submit.returncode in (0, 1), submit.stderr.decode(errors="replace")[-3000:]
     report = json.loads((out / "mine.json").read_text())
     assert report["spark"]["master"] == url
+    assert report["spark"]["shuffle_partitions"] == 3
     assert report["violations"] == samples_mined["violations"]
     assert report["warnings"] == samples_mined["warnings"]
     assert report["input"]["events"] == samples_mined["input"]["events"]
