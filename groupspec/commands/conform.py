@@ -17,8 +17,12 @@ model-trace.jsonl, run.json). Exit 0 when every run passed or was unsupported, 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from groupspec.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, InputError
@@ -103,6 +107,27 @@ def prepare_releases(client_sets: list[list[str]]) -> None:
               f"{', '.join(env.assignors)}", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM stops the campaign as Ctrl-C does: its runs' processes killed, what finished reported.
+
+    Without it SIGTERM (``kill``, ``timeout``, a CI job's cancel) ends the runner outright: pooled
+    drivers die with it (``PR_SET_PDEATHSIG``), but a cold-started client (the Java consumer) and a
+    real broker (``--cluster kafka``) would be left running. A SIGINT the runner inherited as ignored
+    (a background job of a script, ``nohup``) stays ignored, as POSIX asks; SIGTERM still works there."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance import campaign, findings
     from conformance import strategies as strat
@@ -153,8 +178,9 @@ def run(args: argparse.Namespace) -> int:
     interrupted: campaign.CampaignInterrupted | None = None
     try:
         workers = args.workers if args.workers is not None else (6 if args.cluster == "mock" else 1)
-        records = campaign.campaign(plan, args.out, workers=workers, cluster=args.cluster, progress=progress)
-    except campaign.CampaignInterrupted as exc:  # Ctrl-C: runs in progress killed; report what finished
+        with sigterm_as_ctrl_c():
+            records = campaign.campaign(plan, args.out, workers=workers, cluster=args.cluster, progress=progress)
+    except campaign.CampaignInterrupted as exc:  # Ctrl-C or SIGTERM: runs in progress killed; report what finished
         interrupted, records = exc, exc.records
     except KeyboardInterrupt:  # before any run started
         interrupted, records = campaign.CampaignInterrupted([], len(plan.runs)), []
