@@ -29,6 +29,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="clock skew tolerated between files (as groupspec check --skew-ms)")
     parser.add_argument("--protocol", choices=["eager", "cooperative"], default=None,
                         help="the protocol of members that do not say (as groupspec check --protocol)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting (repeatable), as spark-submit --conf: for a large corpus "
+                             "spark.driver.memory=6g, spark.sql.shuffle.partitions=128 (docs/mining.md)")
+
+
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` pairs as a dict; a pair without ``=`` or with an empty key is an InputError."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"--conf {pair}: not KEY=VALUE (e.g. --conf spark.driver.memory=6g)")
+        conf[key.strip()] = value
+    return conf
 
 
 def _say(message: str) -> None:
@@ -38,6 +52,7 @@ def _say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from spark_analysis.layout import part_files
 
+    conf = spark_conf(args.conf)
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))
@@ -51,11 +66,18 @@ def run(args: argparse.Namespace) -> int:
     ours = SparkSession.getActiveSession() is None
     _say(f"mine: starting Spark ({args.master})" if ours else "mine: using the running SparkSession")
     try:
-        spark = session.build(args.master) if ours else SparkSession.getActiveSession()
+        spark = session.build(args.master, extra=conf) if ours else SparkSession.getActiveSession()
     except Exception as exc:  # the JVM did not start: infrastructure, exit 2 with one line
         raise InputError(f"cannot start Spark on {args.master}: {str(exc).splitlines()[0] if str(exc) else exc}") \
             from None
+    # a running session gets the settings for this run only (a static one, such as the driver's memory,
+    # cannot change there: Spark says so, and that is the error)
+    before: dict[str, str | None] = {}
     try:
+        for key, value in conf.items() if not ours else ():
+            old = spark.conf.get(key, None)
+            spark.conf.set(key, value)
+            before[key] = old
         data = mine.run(spark, args.corpus, args.out, config, progress=_say)
     except Exception as exc:
         from pyspark.errors import PySparkException
@@ -66,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if ours:
             spark.stop()
+        else:
+            for key, old in before.items():
+                if old is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, old)
     written = mine_report.write(args.out, data)
     _say(f"mine: {len(data['violations'])} violation(s), {len(data['warnings'])} warning(s) in "
          f"{data['input']['events']:,} events; report: {', '.join(str(p) for p in written)}")

@@ -46,12 +46,27 @@ def test_corpus_from_counts_malformed_lines_per_file_as_the_checker_does(tmp_pat
     (["corpus", "--groups", "3", "--mutants", "no-such-mutant", "--out", "{tmp}/c"], "unknown mutant"),
     (["corpus", "--groups", "3", "--faults", "meteor", "--out", "{tmp}/c"], "unknown fault"),
     (["mine", "{tmp}"], "not a corpus"),
+    (["mine", "{tmp}", "--conf", "spark.driver.memory"], "not KEY=VALUE"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_mine_conf_a_running_session_cannot_take_is_an_error(spark: Any, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    corpus_dir = tmp_path / "corpus"
+    assert main(["corpus", "--from", str(_trace_with_double_owner(tmp_path)), "--out", str(corpus_dir)]) == 0
+    capsys.readouterr()
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    argv = ["mine", str(corpus_dir), "--out", str(tmp_path / "m"), "--conf", "spark.sql.shuffle.partitions=7",
+            "--conf", "spark.driver.memory=2g"]  # static: the test's JVM is running
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Spark failed" in err[-1] and "spark.driver.memory" in err[-1]
+    assert spark.conf.get("spark.sql.shuffle.partitions") == before  # what was set before the refusal is undone
 
 
 def test_corpus_groups_writes_truth_and_parquet(tmp_path: Path) -> None:
@@ -73,8 +88,11 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     assert main(["corpus", "--from", str(traces), "--out", str(corpus_dir)]) == 0
     capsys.readouterr()
     out = tmp_path / "mined"
-    assert main(["mine", str(corpus_dir), "--out", str(out), "--json"]) == 1
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    assert main(["mine", str(corpus_dir), "--out", str(out), "--json", "--conf", "spark.sql.shuffle.partitions=3"]) == 1
     data = json.loads(capsys.readouterr().out)
+    assert data["spark"]["shuffle_partitions"] == 3  # --conf reached the job ...
+    assert spark.conf.get("spark.sql.shuffle.partitions") == before  # ... and the running session is as it was
     checker = check_paths(traces)
     expected = sorted((f["invariant"], f["members"], f["window"]) for f in checker["findings"]
                       if f["severity"] == "violation")
