@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.layout import Columns, Moved, write_part
+from traces.checker import refuse_bad_context
 from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
 from traces.merge import merged
@@ -322,6 +323,11 @@ class _Context:
             return None
         return sorted((g, t, p) for g, tps in self.complete_revoked.items() for t, p in tps) or None
 
+    def carried_assigned_gen(self, event: dict[str, Any]) -> int | None:
+        """The move column ``moved_assigned_gen``: the generation of the member's last assignment
+        (``Member.assigned_gen``), which eager-revoke-all compares a join with (``Checker._joined``)."""
+        return None if event["name"] == "startup_complete" else self.assigned_gen
+
     def remember(self, name: str, tps: set[tuple[Any, Any]], owned: set[tuple[Any, Any]]) -> None:
         """revoke-only-moved's memory after an ownership event the checker reads (not superseded), ``owned``: what
         the member owned before it. Kept where the protocol said so far is cooperative or not known (the
@@ -355,7 +361,7 @@ class _MemberGroups:
     the member's first row in the new group carries what the member said before the move and that
     row does not say (:class:`_Context`: subscription, protocol or first assignor, member id, offset
     configuration), and the move columns (:mod:`spark_analysis.layout`: its generation, its files'
-    generations, revoke-only-moved's second memory), and
+    generations, revoke-only-moved's second memory, its last assignment's generation), and
     so does its next row the job reads if that one is a client-log ownership line the job drops
     (``callback``); the row that moved it names the group it left (``moved_from``). What else the
     member did before the move stays in the old group (docs/mining.md, "Still different").
@@ -390,7 +396,8 @@ class _MemberGroups:
         moved: Moved | None = None
         if member in self.carrying:
             written = context.carried(event)
-            moved = (moved_from, *context.carried_generations(event), context.carried_revokes(event))
+            moved = (moved_from, *context.carried_generations(event), context.carried_revokes(event),
+                     context.carried_assigned_gen(event))
             if not (superseded and ownership):  # the job reads this row (ownership.member_rows)
                 self.carrying.discard(member)
         else:
@@ -446,6 +453,9 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
                 member = event.get("member") or source.member
                 if not isinstance(member, str):
                     raise BadField(f"member is not a string: {member!r:.40}")
+                # the checker refuses these before it changes anything of the member (Checker._member): a
+                # malformed setting is a bad-field line on both sides, never a row the job reads
+                refuse_bad_context(event)
             if name in ("partitions_assigned", "partitions_revoked", "partitions_lost"):
                 partitions_field(event)
             int_field(event, "generation")

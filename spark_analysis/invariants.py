@@ -378,28 +378,37 @@ def generation_down(rows: DataFrame) -> DataFrame:
 
 def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     """eager-revoke-all: an eager member joins a new generation, or is assigned, while it still owns partitions."""
-    wmev = Window.partitionBy("group", "member").orderBy("seq")
     name = F.col("name")
     new_per_event = F.max(F.col("is_new").cast("int")).over(Window.partitionBy("group", "member", "seq")) == 1
     gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
-    assigned_gen = F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True) \
-        .over(Window.partitionBy("group", "member", "inc").orderBy("seq").rangeBetween(UNB, -1))
-    ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen)
+    # Member.assigned_gen: the member's last assignment's generation in the incarnation, else the one it brought
+    # when it moved groups (moved_assigned_gen, on its first row in the new group: the checker keeps it)
+    winc = Window.partitionBy("group", "member", "inc")
+    assigned_gen = F.coalesce(
+        F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True)
+        .over(winc.orderBy("seq").rangeBetween(UNB, -1)),
+        F.first("moved_assigned_gen", True).over(winc))
+    # the member's rows in the group it left and in the one it moved to are one history for eager_flagged (below):
+    # a member moves once, from the group it started in (Checker._member), named by moved_from in the new group
+    home = F.coalesce(F.first("moved_from", True).over(Window.partitionBy("group", "member")), F.col("group"))
+    ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen).withColumn("home", home)
           .filter(F.col("part") == 0).filter(F.col("proto") == "eager"))
     on_assign = (name == ASSIGNED) & F.col("any_new")
     joined = (name == JOINED) & (F.col("generation") >= 0) & \
         (F.col("assigned_gen").isNull() | (F.col("generation") > F.col("assigned_gen")))
     joined = joined & ~(~F.col("jsonl") & F.col("callback"))
     cands = ev.filter(on_assign | joined).select(
-        "group", "member", "seq", "timestamp", "name", where().alias("w"),
+        "group", "home", "member", "seq", "timestamp", "name", where().alias("w"),
         gen.alias("gen"))
     owned = iv.select(F.col("group").alias("i_group"), F.col("member").alias("i_member"), "start_seq", "end",
                       _tp().alias("tp"))
     held = cands.join(owned, (cands["group"] == owned["i_group"]) & (cands["member"] == owned["i_member"])
                       & (owned["start_seq"] < cands["seq"]) & (cands["seq"] < owned["end.seq"]), "inner")
-    held = held.groupBy("group", "member", "seq", "timestamp", "name", "w", "gen").agg(
+    held = held.groupBy("group", "home", "member", "seq", "timestamp", "name", "w", "gen").agg(
         F.collect_list("tp").alias("owned"))
-    # one finding per generation: the checker remembers the generation it last flagged (eager_flagged)
+    # one finding per generation: the checker remembers the generation it last flagged (eager_flagged), also across a
+    # move of groups (seq orders one trace set's rows, and both groups are of the moved member's set)
+    wmev = Window.partitionBy("home", "member").orderBy("seq")
     held = held.withColumn("prev_gen", F.lag("gen").over(wmev)).filter(~F.col("gen").eqNullSafe(F.col("prev_gen")))
     what = F.when(F.col("name") == JOINED, F.format_string("joined generation %d", F.col("gen"))).otherwise(
         F.concat(F.lit("was assigned "), F.when(F.col("gen").isNotNull(),

@@ -27,7 +27,9 @@ event came from:
   group's), ``moved_generations``, the last generation of each of its files (``Member.gen_by_src``,
   which ``generation-monotonic`` compares per file), and ``moved_revoked``, revoke-only-moved's
   memory of partitions it revoked in a generation newer than its last assignment's
-  (``Member.complete_revoked``) -- none of the three on a ``startup_complete``, which forgets them.
+  (``Member.complete_revoked``), and ``moved_assigned_gen``, the generation of its last assignment
+  (``Member.assigned_gen``, which ``eager-revoke-all`` compares a join with) -- none of the four on a
+  ``startup_complete``, which forgets them.
 - ``member``: the consumer process the event belongs to, resolved the way the checker resolves it
   (the event's ``member``, else the file's member); null for coordinator events.
 - ``seq``: the event's place in the merged, time-ordered stream of its corpus (the order the
@@ -98,6 +100,7 @@ SCHEMA = pa.schema([
     ("moved_generations", pa.map_(pa.string(), pa.int64())),
     ("moved_revoked", pa.list_(pa.struct([("generation", pa.int64()), ("topic", pa.string()),
                                           ("partition", pa.int32())]))),
+    ("moved_assigned_gen", pa.int64()),
 ])
 COLUMNS = tuple(SCHEMA.names)
 
@@ -129,9 +132,9 @@ def _strings(value: Any) -> list[str] | None:
 
 
 # the move columns of one event (see the module doc): moved_from, moved_generation, moved_generations (as pairs),
-# moved_revoked (as (generation, topic, partition))
-Moved = tuple[str | None, int | None, list[tuple[str, int]] | None, list[tuple[int, str, int]] | None]
-_NOT_MOVED: Moved = (None, None, None, None)
+# moved_revoked (as (generation, topic, partition)), moved_assigned_gen
+Moved = tuple[str | None, int | None, list[tuple[str, int]] | None, list[tuple[int, str, int]] | None, int | None]
+_NOT_MOVED: Moved = (None, None, None, None, None)
 
 
 class Columns:
@@ -180,7 +183,7 @@ class Columns:
              success: bool | None, error: str | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
          state, reset, fmt, shown, auto, interval, subscription, detail, members, member_count, moved_from,
-         moved_generation, moved_generations, moved_revoked) = common
+         moved_generation, moved_generations, moved_revoked, moved_assigned_gen) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
                            ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
@@ -195,7 +198,8 @@ class Columns:
                            ("moved_from", moved_from), ("moved_generation", moved_generation),
                            ("moved_generations", moved_generations),
                            ("moved_revoked", moved_revoked and [{"generation": g, "topic": t, "partition": p}
-                                                                for g, t, p in moved_revoked])):
+                                                                for g, t, p in moved_revoked]),
+                           ("moved_assigned_gen", moved_assigned_gen)):
             d[col].append(value)
 
     def table(self) -> pa.Table:

@@ -75,10 +75,13 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
     name = F.col("name")
     gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
     # the generation of the member's last assignment event (Member.assigned_gen), before the row; a restart
-    # forgets it. Rows of the same event share a seq: the frame ends at the event before.
+    # forgets it. Rows of the same event share a seq: the frame ends at the event before. Before its first in a
+    # group it moved to: the one it brought (moved_assigned_gen, on its first row there; the checker keeps it)
     winc = Window.partitionBy("group", "member", "inc").orderBy("seq")
-    assigned_gen = F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True).over(
-        winc.rangeBetween(UNB, -1))
+    assigned_gen = F.coalesce(
+        F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True).over(
+            winc.rangeBetween(UNB, -1)),
+        F.first("moved_assigned_gen", True).over(winc.rangeBetween(UNB, 0)))
     # the memory a moved member brought (on its first row in the new group, so the frame includes the row)
     carried = F.first("moved_revoked", True).over(winc.rangeBetween(UNB, 0))
     last_assign_ev = F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(

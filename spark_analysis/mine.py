@@ -78,7 +78,12 @@ class Plan:
 
 
 def load(spark: SparkSession, corpus: Path) -> DataFrame:
-    return spark.read.parquet(str(events_dir(corpus)))
+    events = spark.read.parquet(str(events_dir(corpus)))
+    # a corpus written before the layout's last move column (moved_assigned_gen, h19-agree) reads as one where no
+    # moved member brought a last assignment's generation, as the job read it then; it need not be rewritten
+    if "moved_assigned_gen" not in events.columns:
+        events = events.withColumn("moved_assigned_gen", F.lit(None).cast("long"))
+    return events
 
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:

@@ -74,7 +74,7 @@ from typing import Any
 from model import events as ev_names
 from model.invariants.catalogue import CATALOGUE
 from traces.coordinator_checks import CoordinatorChecks, _text, converges_notes, coordinator_notes
-from traces.delivery import DeliveryChecks
+from traces.delivery import OFFSET_CONFIG, DeliveryChecks, _accepted
 from traces.readers import JSONL_FORMATS
 from traces.readers.jsonl import parser_keys
 from traces.schema import (
@@ -109,6 +109,9 @@ from traces.zombies import OVERLAP, REASONS, USED, words
  K_MAX_OFFSET, K_SUCCESS, K_OFFSETS, K_OFFSET, K_ERROR) = parser_keys(
     "name", "member", "generation", "group", "member_id", "partitions", "topic", "partition", "minOffset",
     "maxOffset", "success", "offsets", "offset", "error")
+# ... and the context fields it does not compare with the member's state: an event naming one takes the general path,
+# which refuses a malformed one (refuse_bad_context) and reads a good one, as on any other event
+CONTEXT_KEYS = parser_keys("auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "subscription")
 
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
@@ -119,6 +122,28 @@ FROM_ASSIGNMENTS = dict.fromkeys(
     ("complete", "balanced", "sticky", "stickiness-gap"),
     "needs the topic metadata and every member's subscription for one assignment, which a trace does not carry; run "
     "`groupspec assign` on the assignment instead")
+
+
+def refuse_bad_context(ev: dict[str, Any]) -> None:
+    """:class:`BadField` for a member event whose context fields (trace-format.md: ``group``, ``member_id``, the
+    offset configuration, ``subscription``, ``generation``) have the wrong shape, checked before the checker changes
+    anything of the member: a line refused is a ``bad-field`` and nothing else (docs/check.md, "Input that cannot be
+    used"), not a member moved, restarted or renamed by half of it. ``groupspec corpus --from`` refuses the same
+    lines by the same function (spark_analysis.corpus)."""
+    group = ev.get("group")
+    if group is not None and not isinstance(group, str):
+        raise BadField(f"group is not a string: {group!r:.40}")
+    member_id = ev.get("member_id")
+    if member_id is not None and not isinstance(member_id, str):
+        raise BadField(f"member_id is not a string: {member_id!r:.40}")
+    for key in OFFSET_CONFIG:
+        value = ev.get(key)
+        if value is not None:
+            _accepted(key, value)
+    sub = ev.get("subscription")
+    if sub is not None and (not isinstance(sub, list) or not all(isinstance(t, str) for t in sub)):
+        raise BadField("subscription is not a list of topic names")
+    int_field(ev, "generation")
 
 
 def undecided_note(n: int, example: str | None) -> str:
@@ -213,6 +238,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         k_partitions, k_topic, k_partition, k_min_offset, k_max_offset = (
             K_PARTITIONS, K_TOPIC, K_PARTITION, K_MIN_OFFSET, K_MAX_OFFSET)
         k_success, k_offsets, k_offset, k_error = K_SUCCESS, K_OFFSETS, K_OFFSET, K_ERROR
+        k_reset, k_auto, k_interval, k_subscription = CONTEXT_KEYS
         consumed_name = ev_names.RECORDS_CONSUMED
         committed_name = ev_names.OFFSETS_COMMITTED
         members_get = self.members.get
@@ -244,7 +270,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 if m is None or src != m.last_src or not m.jsonl \
                         or ev.get(k_generation, m.generation) != m.generation \
                         or ev.get(k_group, m.group) != m.group \
-                        or (k_member_id in ev and ev[k_member_id] != m.member_id):
+                        or (k_member_id in ev and ev[k_member_id] != m.member_id) \
+                        or k_reset in ev or k_auto in ev or k_interval in ev or k_subscription in ev:
                     dispatch[name](ts, src, line, ev)
                     continue
                 m.last_ts = ts
@@ -322,10 +349,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         key = ev.get("member") or self.sources[src].member
         if not isinstance(key, str):
             raise BadField(f"member is not a string: {key!r:.40}")
+        refuse_bad_context(ev)
         m = self.members.get(key)
         group = ev.get("group")
-        if group is not None and not isinstance(group, str):
-            raise BadField(f"group is not a string: {group!r:.40}")
         if group is None:
             group = self.sources[src].group  # a callback trace's group, from its paired client log
         if m is None:

@@ -199,11 +199,35 @@ MOVED: dict[str, dict[str, list[dict[str, Any]]]] = {
               ev("coordinator_rebalance", 100, group="default", reason=JOINED),
               ev("coordinator_rebalance", 200, group="default", reason=REJOIN),
               ev("coordinator_stable", 300, group="default", generation=3, members=["x-1"], state="Stable")]},
+    # an eager member assigned in generation 3 before the move, assigned again in g with generation -1 (which sets no
+    # Member.assigned_gen): its join of generation 3 in g is no newer than its last assignment's, so no eager-revoke-all
+    # (the checker keeps assigned_gen when it moves a); its join of generation 4 is one
+    "moved-assigned-gen": {"a": [_start(protocol="eager"), ev("partitions_assigned", 5, parts=[0], generation=3),
+                                 ev("partitions_revoked", 8, parts=[0], generation=3),
+                                 ev("partitions_assigned", 10, parts=[1], group="g", generation=-1),
+                                 ev("group_joined", 20, group="g", generation=3),
+                                 ev("group_joined", 30, group="g", generation=4), _stop(40)]},
+    # the same kept memory read by revoke-only-moved: a cooperative member last assigned in generation 2 before the
+    # move revokes t-1 in generation 3 after it (newer than its last assignment's: a revoke that completes a move) and
+    # is assigned t-1 again in generation 3
+    "moved-assigned-gen-revoke": {"a": [_start(**COOP), ev("partitions_assigned", 5, parts=[0], generation=2),
+                                        ev("partitions_revoked", 8, parts=[0], generation=2),
+                                        ev("partitions_assigned", 10, parts=[1], group="g", generation=-1),
+                                        ev("partitions_revoked", 20, parts=[1], group="g", generation=3),
+                                        ev("partitions_assigned", 30, parts=[1], group="g", generation=3), _stop(40)]},
+    # an eager member flagged in generation 5 before the move (it joined it still owning t-0) is not flagged again in
+    # generation 5 after it (Member.eager_flagged, kept when the checker moves a); in generation 6 it is
+    "moved-eager-flagged": {"a": [_start(protocol="eager"), ev("partitions_assigned", 5, parts=[0], generation=4),
+                                  ev("group_joined", 8, generation=5), ev("partitions_revoked", 9, parts=[0]),
+                                  ev("partitions_assigned", 10, parts=[1], group="g", generation=-1),
+                                  ev("group_joined", 20, group="g", generation=5),
+                                  ev("group_joined", 30, group="g", generation=6), _stop(40)]},
 }
 
 # The MOVED sets whose judgement needs what the member did in the group it left, which the corpus writes in its move
 # columns (no event fields): the checker run per group (benchmarks/bench_spark_checker.py) cannot see it
-MOVED_ACROSS = ("moved-generation", "moved-generation-down", "moved-revoked", "moved-converges")
+MOVED_ACROSS = ("moved-generation", "moved-generation-down", "moved-revoked", "moved-converges", "moved-assigned-gen",
+                "moved-assigned-gen-revoke", "moved-eager-flagged")
 
 # The checker's whole-trace unchecked notes (traces.trace_notes) no sample shows, and the cooperative overlap
 # between two members of one generation (Checker._judge: revoke-before-assign beside single-owner)
@@ -235,6 +259,32 @@ NOTES: dict[str, dict[str, list[dict[str, Any]]]] = {
               ev("partitions_revoked", 201, parts=[1], generation=3), _stop(300)],
         "b": [_start(90, **COOP), ev("group_joined", 100, generation=2),
               ev("partitions_assigned", 103, parts=[1], generation=2), _stop(310)]},
+}
+
+# Lines whose offset settings the checker does not accept (traces.delivery.OFFSET_CONFIG): each is one bad-field line
+# on both sides and nothing else (Checker._member refuses it before it changes the member; corpus --from does not write
+# it), so the finding each set makes shows the line was refused whole
+MALFORMED: dict[str, dict[str, list[dict[str, Any]]]] = {
+    # a's assignment of t-0 names a reset policy of no Kafka client ("smallest" is the old Scala consumer's): a never
+    # owned t-0, so its poll is consume-owned-only, and b's assignment overlaps nothing (a row the job read would
+    # have made a own t-0 until 40: single-owner)
+    "malformed-setting-assign": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0], auto_offset_reset="smallest"), consumed(20, 0, 0, 4),
+              _stop(40)],
+        "b": [_start(), ev("partitions_assigned", 30, parts=[0]), _stop(50)]},
+    # a restart naming enable_auto_commit as a string: refused whole, a still owns t-0 at position 5 when it polls
+    # 7..9 (monotonic-consumption); read by half (the process ended, its partitions cleared) it would be
+    # consume-owned-only
+    "malformed-setting-startup": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 4),
+              _start(30, enable_auto_commit="true"), consumed(40, 0, 7, 9), _stop(50)]},
+    # a poll the checker's hot path would have taken names a negative auto.commit.interval.ms: refused, so the next
+    # poll skips 5..9 (monotonic-consumption); beside it a commit whose offsets are no list, which the reader refuses
+    # before either side sees it
+    "malformed-setting-poll": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 4),
+              consumed(21, 0, 5, 9, auto_commit_interval_ms=-1), consumed(22, 0, 10, 12),
+              ev("offsets_committed", 23, offsets="t-0:13"), _stop(40)]},
 }
 
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -292,6 +342,14 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
         "c": [_start(), ev("partitions_assigned", 10, parts=[3]), consumed(20, 3, 0, 4), committed(21, 3, 0),
               consumed(40, 3, 5, 9), _stop(80)],
     },
+    # commit-owned-only (Checker._commit_unowned): after the revoke, a late commit of t-0 at the position a consumed
+    # to holds, one of t-1 past it and one of t-2, never owned, do not; a failed commit of t-3 is no commit; a poll of
+    # t-0 after the revoke is consume-owned-only
+    "commit-unowned": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 9), consumed(21, 1, 0, 4),
+              ev("partitions_revoked", 30, parts=[0, 1]), committed(31, 0, 10), committed(32, 1, 7),
+              committed(33, 2, 3), committed(34, 3, 1, success=False, error="REBALANCE_IN_PROGRESS"),
+              consumed(35, 0, 10, 12), _stop(40)]},
     "subscribed": {
         "a": [_start(subscription=["t"]), ev("partitions_assigned", 10, parts=[0]),
               ev("partitions_assigned", 20, partitions=[{"topic": "payments", "partition": 3},
@@ -330,6 +388,7 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     **REJECTED,
     **MOVED,
     **NOTES,
+    **MALFORMED,
 }
 
 # Why an old owner was a zombie, for the reasons no sample shows (traces.zombies.REASONS; the samples show removals

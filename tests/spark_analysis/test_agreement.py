@@ -23,6 +23,7 @@ from spark_analysis import delivery as dl
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
 from spark_analysis import notes as nt
+from tests.spark_analysis import crafted
 from tests.spark_analysis.conftest import GENERATED
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
@@ -250,6 +251,12 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         == {"no member started a partition with a committed offset (or reset=earliest) known"}
     assert "single-owner" not in {i for i, *_ in trace_notes["crafted-notes-stored-assignment"]}, \
         "a stored assignment is checked on the coordinator's view"
+    # a line naming a setting the checker does not accept is refused whole by both (crafted.MALFORMED): the findings
+    # of each set are the ones of a trace without that line
+    assert {(k[0].split("/")[0], k[1]) for k in expected if k[0].startswith("crafted-malformed-")} == {
+        ("crafted-malformed-setting-assign", "consume-owned-only"),
+        ("crafted-malformed-setting-startup", "monotonic-consumption"),
+        ("crafted-malformed-setting-poll", "monotonic-consumption")}
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
@@ -257,8 +264,34 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     # protocol counts in the group it left only until it left
     assert _moved(samples_mined["violations"] + samples_mined["warnings"]) == sorted(moved)
     assert {(g.split("/")[0], i) for g, i, *_ in moved} >= {
-        ("crafted-moved-generation", "eager-revoke-all"), ("crafted-moved-generation-down", "generation-monotonic")}
+        ("crafted-moved-generation", "eager-revoke-all"), ("crafted-moved-generation-down", "generation-monotonic"),
+        ("crafted-moved-assigned-gen-revoke", "revoke-only-moved")}
+    # what the member's last assignment and last flag before the move hold back in the new group: one finding each,
+    # for the generation after them (the job flagged the one no newer, and the one flagged before the move, too)
+    assert [(g, m[len("eager member a "):m.index(" while")]) for g, i, _, _, m, _ in moved
+            if g.startswith(("crafted-moved-assigned-gen/", "crafted-moved-eager-flagged/"))] == [
+        ("crafted-moved-assigned-gen/g", "joined generation 4"), ("crafted-moved-eager-flagged/default", "joined generation 5"),
+        ("crafted-moved-eager-flagged/g", "joined generation 6")]
     assert "crafted-moved-converges" in converges_held, "the group a member left is judged without its protocol"
+
+
+def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_sets: dict[str, Path],
+                                                                         tmp_path: Path) -> None:
+    """``corpus --from`` refuses a line exactly where ``groupspec check`` does, per reason, with the same first
+    locations and words (docs/check.md, "Input that cannot be used"): on every sample and crafted set, among them
+    settings the checker does not accept on a startup, an assignment and a poll (crafted.MALFORMED). No Spark."""
+    refused = {}
+    for name, path in sample_sets.items():
+        doc = corpus.from_traces([str(path)], tmp_path / name, progress=None)
+        report = check_paths(path)["input"]
+        assert doc["skipped"] == report["skipped"], name
+        shown = min(len(doc["skipped_examples"]), len(report["skipped_examples"]))
+        assert doc["skipped_examples"][:shown] == report["skipped_examples"][:shown], name
+        refused[name] = [e["detail"].split(": ", 1)[1].split(" ")[0] for e in report["skipped_examples"]
+                         if e["reason"] == "bad-field"]
+    assert {f"crafted-{n}" for n in crafted.MALFORMED} <= {n for n, r in refused.items() if r}
+    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets"} <= \
+        {r for names in refused.values() for r in names}, refused
 
 
 def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:

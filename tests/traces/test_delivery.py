@@ -209,6 +209,35 @@ def test_a_bad_reset_policy_is_a_bad_field(tmp_path: Path) -> None:
     assert "auto_offset_reset" in report["input"]["skipped_examples"][0]["detail"]
 
 
+def test_a_line_with_a_bad_setting_is_refused_whole(tmp_path: Path) -> None:
+    """A restart naming enable_auto_commit as a string is one bad-field line and nothing else (docs/check.md, "Input
+    that cannot be used"): it does not end the process or clear what it owns first, so the poll of 7..9 after it is a
+    skip from position 5 (monotonic-consumption), not a poll of a partition the member no longer owns."""
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), start(30, enable_auto_commit="true"),
+              consumed(40, 0, 7, 9), stop(50)]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    assert [f["invariant"] for f in findings(report)] == ["monotonic-consumption"]
+
+
+def test_a_bad_setting_on_a_poll_the_hot_path_would_take_is_refused(tmp_path: Path) -> None:
+    """The hot path (Checker.run) sends a poll naming a setting to the general path, which refuses a bad one: the
+    next poll then skips 5..9."""
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), consumed(21, 0, 5, 9, auto_commit_interval_ms=-1),
+              consumed(22, 0, 10, 12), stop(40)]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    assert [f["invariant"] for f in findings(report)] == ["monotonic-consumption"]
+
+
+def test_a_setting_on_a_poll_the_hot_path_would_take_is_read(tmp_path: Path) -> None:
+    """... and reads a good one: auto.offset.reset=earliest named on a poll judges the member's next first poll."""
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), consumed(21, 0, 5, 9, auto_offset_reset="earliest"),
+              assigned(30, 1), consumed(31, 1, 5, 9), stop(40)]
+    report = run_events(tmp_path, {"a": events})
+    assert [f["invariant"] for f in findings(report)] == ["no-gap"]
+
+
 def test_max_offset_below_min_offset_is_a_bad_field(tmp_path: Path) -> None:
     bad = ev("records_consumed", 20, partitions=[{"topic": "t", "partition": 0, "minOffset": 9, "maxOffset": 3}])
     report = run_events(tmp_path, {"a": [start(), assigned(10, 0), bad, stop(30)]})
