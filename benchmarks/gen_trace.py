@@ -81,8 +81,11 @@ class Writer:
 
 
 def generate(out: Path, events: int, members: int = 20, partitions: int = 60, rebalance_every: int = 200_000,
-             seed: int = 1, split: bool = False) -> int:
-    """Write about ``events`` events; returns how many were written."""
+             seed: int = 1, split: bool = False, offset_settings: bool = False) -> int:
+    """Write about ``events`` events; returns how many were written. ``offset_settings``: every event also names
+    the member's ``auto_offset_reset`` and ``enable_auto_commit``, as the conformance Java driver writes them (the
+    checker's hot path must keep such polls: docs/benchmarks.md, "polls that carry their offset settings")."""
+    settings: dict[str, Any] = {"auto_offset_reset": "earliest", "enable_auto_commit": False} if offset_settings else {}
     rng = random.Random(seed)
     writer = Writer(out, split)
     now = 1_700_000_000_000
@@ -96,7 +99,7 @@ def generate(out: Path, events: int, members: int = 20, partitions: int = 60, re
     def emit(member: str, name: str, **fields: Any) -> None:
         nonlocal written
         event = {"timestamp": now, "name": name, "member": member, "group": GROUP, "generation": generation,
-                 "protocol": "eager", **fields}
+                 "protocol": "eager", **settings, **fields}
         writer.write(member, event)
         written += 1
 
@@ -175,9 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebalance-every", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--split", action="store_true", help="one file per member, in the directory --out")
+    parser.add_argument("--offset-settings", action="store_true",
+                        help="every event names auto_offset_reset and enable_auto_commit, as the Java driver writes")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    n = generate(args.out, args.events, args.members, args.partitions, args.rebalance_every, args.seed, args.split)
+    n = generate(args.out, args.events, args.members, args.partitions, args.rebalance_every, args.seed, args.split,
+                 args.offset_settings)
     print(f"wrote {n} events to {args.out}", file=sys.stderr)
     return 0
 
