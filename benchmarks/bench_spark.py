@@ -39,6 +39,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import time
 from pathlib import Path
@@ -450,7 +451,33 @@ PLAN_CALLS = {
 }
 
 
-def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> dict[str, Any]:
+def operators(df: Any) -> dict[str, int]:
+    """The operators a frame's own plan runs: Window operators, sorts, exchanges (shuffles), filters, counted in its
+    physical plan without the plans of the cached frames it reads (each counted under its own part). A cached
+    frame's plan is the one under its own ``InMemoryRelation``: its scan of itself is not an operator."""
+    lines = df._jdf.queryExecution().executedPlan().toString().splitlines()
+    counts = {"window": 0, "sort": 0, "exchange": 0, "filter": 0}
+    own = next((i for i, line in enumerate(lines) if "InMemoryRelation" in line), None) \
+        if df.storageLevel.useMemory or df.storageLevel.useDisk else None
+    i = own + 1 if own is not None else 0
+    while i < len(lines):
+        line = lines[i]
+        body = line.lstrip(" :+-")
+        depth = len(line) - len(body)
+        if "InMemoryRelation" in line:  # another cached frame's plan: skip its subtree
+            i += 1
+            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip(" :+-")) > depth:
+                i += 1
+            continue
+        op = re.sub(r"^\*\(\d+\) ", "", body).split(" ", 1)[0]  # "*(3) Sort [...]": code generation's stage
+        kind = {"Window": "window", "Sort": "sort", "Exchange": "exchange", "Filter": "filter"}.get(op)
+        if kind is not None:
+            counts[kind] += 1
+        i += 1
+    return counts
+
+
+def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part: str | None = None) -> dict[str, Any]:
     """Where the whole job's CPU goes: ``mine.plan``'s parts run one action each, in the plan's order.
 
     Each function mine.plan calls is wrapped for the call (benchmark only) so that the frame it returns is
@@ -461,7 +488,12 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> di
     it sets off), split by thread (:class:`ThreadCpu`), and the wall time. The JIT's bill falls on whichever part
     first runs an operator, so the early parts carry most of it. The parts overlap where one reads another's
     frame uncached (the rebalances under storms, say), and ``mine.run``'s own small queries (counts, top
-    pauses) are not in it: the parts' sum approximates the whole job, it is not it."""
+    pauses) are not in it: the parts' sum approximates the whole job, it is not it.
+
+    ``part`` (``--part NAME``, a name as the profile prints it: ``mine.member_rows``, ``invariants.unowned``, ...):
+    that part alone, in a fresh session -- the caches it may read (a cached part: the caches before it in the plan;
+    a rule: every cache) run first, each its own step, then the part; nothing after it. Every step also counts
+    the operators of its own plan (:func:`operators`)."""
     import importlib
     import inspect
 
@@ -499,16 +531,24 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None) -> di
                 setattr(module, name, fn)
         names = {id(df): name for name, df in recorded}
         cached_ids = {id(df) for df in p.cached}
-        steps = [(f"cache: {names.get(id(df), f'frame cached inside a rule #{i}')}", df.count)
+        steps = [(f"cache: {names.get(id(df), f'frame cached inside a rule #{i}')}", df, df.count)
                  for i, df in enumerate(p.cached)]
-        steps += [(f"rule: {name}", df.write.format("noop").mode("overwrite").save)
+        steps += [(f"rule: {name}", df, df.write.format("noop").mode("overwrite").save)
                   for name, df in recorded if id(df) not in cached_ids]
-        for label, action in steps:
+        if part is not None:
+            at = [k for k, (label, _, _) in enumerate(steps) if label.split(": ", 1)[1] == part]
+            if not at:
+                raise SystemExit(f"--part {part}: no such part; the parts: "
+                                 + ", ".join(label.split(": ", 1)[1] for label, _, _ in steps))
+            steps = steps[:at[0] + 1] if at[0] < len(p.cached) else steps[:len(p.cached)] + [steps[at[0]]]
+        for label, df, action in steps:
+            ops = operators(df) if part is not None else None
             t0, c0, threads = time.monotonic(), _jvm_cpu_s(spark), ThreadCpu(pid)
             spark.sparkContext.setJobDescription(label)
             action()
             parts.append({"part": label, "jvm_cpu_s": round(_jvm_cpu_s(spark) - c0, 1),
-                          "by_thread_s": threads.result(), "seconds": round(time.monotonic() - t0, 1)})
+                          "by_thread_s": threads.result(), "seconds": round(time.monotonic() - t0, 1),
+                          **({"operators": ops} if ops is not None else {})})
             print(f"profile: {parts[-1]}", flush=True)
         p.release()
         return {"parts": parts, "jvm_cpu_s": round(_jvm_cpu_s(spark) - cpu_start, 1),
@@ -544,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the baseline and the variants")
     parser.add_argument("--profile", action="store_true",
                         help="also run mine.plan part by part, each part's CPU (profile(); on the last master)")
+    parser.add_argument("--part", metavar="NAME",
+                        help="run one part of mine.plan alone (as --profile names it, e.g. mine.member_rows), after the "
+                             "caches it may read, each step's CPU and operators (on the last master; with "
+                             "--no-whole --no-core nothing else runs)")
     parser.add_argument("--no-checker", action="store_true", help="skip the streaming checker's row")
     parser.add_argument("--duckdb-memory", default="8GB",
                         help="DuckDB's memory_limit: past it DuckDB spills to disk instead of taking the machine")
@@ -561,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
         run: dict[str, Any] = {"target": size, "events": events, "copies": copies}
         if args.profile:
             run["profile"] = profile(corpus_dir, args.masters.split(",")[-1], conf)
+        if args.part:
+            run["part"] = profile(corpus_dir, args.masters.split(",")[-1], conf, part=args.part)
         runs = variants(args.variant)
         for rnd, master, (name, vconf) in [(k, m, v) for k in range(args.repeat) for m in
                                             ([] if args.no_whole else args.masters.split(",")) for v in runs]:

@@ -16,7 +16,8 @@ columns on the member rows, each a window function over the member's rows in the
   trace, or since a ``startup_complete``, an eager assignment or a ``partitions_lost``);
   ``shut_down``: whether the member's last ``startup_complete`` / ``shutdown_complete`` so far is a
   shutdown (the checker's ``Member.shutdown``); ``rd``: whether it printed ``record_data`` so far,
-  ``policy``: its last ``auto_offset_reset`` so far (both read by :func:`spark_analysis.delivery.offsets`).
+  ``policy``: its last ``auto_offset_reset`` so far (both read by :func:`spark_analysis.delivery.offsets`);
+  ``ends_life``: on a ``startup_complete`` / ``shutdown_complete``, how the intervals open at it end.
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
   (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
@@ -36,6 +37,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 ASSIGNED, REVOKED, LOST = "partitions_assigned", "partitions_revoked", "partitions_lost"
 CONSUMED, RECORD_DATA, COMMITTED = "records_consumed", "record_data", "offsets_committed"
@@ -79,6 +81,25 @@ def _protocol(default_protocol: str | None, kept: Column) -> Column:
     return F.coalesce(named, F.lit(default_protocol) if default_protocol is not None else by_assignor)
 
 
+def _ends_life(wm: WindowSpec, kept: Column) -> Column:
+    """On a ``startup_complete`` / ``shutdown_complete`` row, how the intervals open at it end: when, where and in
+    which generation (``Checker._startup`` ends them "killed", ``Checker._shutdown`` "shutdown" or "crashed", both
+    by ``_end_incarnation``). A restart ends them at the member's row before it, in the generation the member had
+    then: the last row before it that :func:`member_rows`' filter keeps -- a running ``last`` over the rows before,
+    not a ``lag``, which could read a row the filter drops. A column of ``member_rows``' second pass (it reads
+    ``gen_ff``, from the first), so that :func:`intervals` needs no pass of its own to look one row back."""
+    name = F.col("name")
+    before = F.last(F.when(kept, F.struct(F.col("timestamp").alias("ts"), F.col("gen_ff").alias("gen"))), True) \
+        .over(wm.rowsBetween(UNB, -1))
+    return F.when(name.isin(STARTUP, SHUTDOWN), F.struct(
+        F.col("seq").alias("seq"),
+        F.when(name == SHUTDOWN, F.col("timestamp")).otherwise(F.coalesce(before["ts"], F.col("timestamp"))).alias("ts"),
+        F.when(name == STARTUP, F.lit("killed")).when(F.col("reason") == "crash", F.lit("crashed"))
+        .otherwise(F.lit("shutdown")).alias("kind"),
+        F.when(name == SHUTDOWN, F.col("gen_ff")).otherwise(before["gen"]).alias("gen"),
+        F.col("source").alias("source"), where().alias("where")))
+
+
 def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     """The rows of member events, with the checker's per-member state as columns (see the module doc).
 
@@ -86,8 +107,8 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     computes window functions of one spec in one Window operator (one pass that buffers each member's rows) only
     when they sit in one projection and none reads another's result: each ``withColumn`` over a window column is
     an operator (a pass) of its own, and so is a filter between two windows. So the columns below are written as
-    independent running aggregates in one projection, and only ``known`` (which reads ``proto``) needs a
-    second pass. (Before, with one ``withColumn`` each and the filter between them, these were 8 passes.)
+    independent running aggregates in one projection, and only ``known`` (which reads ``proto``) and ``ends_life``
+    (which reads ``gen_ff``) need a second pass. (Before, with one ``withColumn`` each and the filter between them, these were 8 passes.)
     """
     name = F.col("name")
     wm = Window.partitionBy("group", "member").orderBy("seq", "part")
@@ -120,12 +141,13 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         "rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
         "policy": F.last(F.when(kept, F.col("auto_offset_reset")), True).over(upto),
         "gen_ff": in_inc(F.when(kept, F.coalesce(F.col("generation"), F.col("moved_generation"))))})
-    # known reads proto: the second pass (shut_down rides along, in the columns' old order)
+    # known reads proto, ends_life reads gen_ff: the second pass (shut_down rides along, in the columns' old order)
     rows = rows.withColumns({
         "known": F.max((kept & (F.col("jsonl") | name.isin(STARTUP, LOST)
                                 | ((name == ASSIGNED) & (F.col("proto") == "eager")))).cast("int")).over(upto) == 1,
         "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
-                                F.lit(False))}).filter(kept)
+                                F.lit(False)),
+        "ends_life": _ends_life(wm, kept)}).filter(kept)
     wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
@@ -143,32 +165,23 @@ def intervals(rows: DataFrame) -> DataFrame:
     # "the next X after this row" is the last X of the rows after it, read backwards: a running frame over the
     # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
     # partition for every row: quadratic per member.) Every per-member column is read in that one reversed
-    # order -- the row before is the one after in it (lead), the member's last row its first -- so the
-    # member's rows are sorted once here, and once more per partition for the next release.
+    # order -- the member's last row is its first -- and none reads another's result, so they are one pass (one
+    # Window operator: the member's rows sorted once here), and one more per partition for the next release.
+    # What a lifetime's end reads from the row before it is a column of the member rows (``ends_life``): looked
+    # up here, in the reversed order, it was a pass of its own.
     back = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part"))
-    back_m = back.rowsBetween(UNB, -1)
     back_tp = Window.partitionBy("group", "member", "life", "topic", "partition") \
         .orderBy(F.desc("seq"), F.desc("part")).rowsBetween(UNB, -1)
     release = F.last(F.when(F.col("is_release"), F.struct(
         F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
         F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
         F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
-    prev_ts = F.lead("timestamp").over(back)
-    prev_gen = F.lead("gen_ff").over(back)
-    life_end = F.when(name.isin(STARTUP, SHUTDOWN), F.struct(
-        F.col("seq").alias("seq"),
-        F.when(name == SHUTDOWN, F.col("timestamp")).otherwise(F.coalesce(prev_ts, F.col("timestamp"))).alias("ts"),
-        F.when(name == STARTUP, F.lit("killed")).when(F.col("reason") == "crash", F.lit("crashed"))
-        .otherwise(F.lit("shutdown")).alias("kind"),
-        F.when(name == SHUTDOWN, F.col("gen_ff")).otherwise(prev_gen).alias("gen"),
-        F.col("source").alias("source"), ev_where.alias("where")))
     whole = back.rowsBetween(UNB, UNF)
-    rows = (rows
-            .withColumn("_life_end", life_end)
-            .withColumn("next_life", F.last("_life_end", True).over(back_m))
-            .withColumn("first_ts", F.min("timestamp").over(whole))
-            .withColumn("last_gen", F.first("gen_ff").over(whole))
-            .withColumn("next_release", release.over(back_tp)))
+    rows = rows.withColumns({
+        "next_life": F.last("ends_life", True).over(back.rowsBetween(UNB, -1)),
+        "first_ts": F.min("timestamp").over(whole),
+        "last_gen": F.first("gen_ff").over(whole),
+        "next_release": release.over(back_tp)})
     new = rows.filter(F.col("is_new"))
     rel, life = F.col("next_release"), F.col("next_life")
     by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))
