@@ -85,10 +85,16 @@ def replicate(pool_dir: Path, work: Path, events: int) -> tuple[Path, int, int]:
         d = json.loads(done.read_text())
         return out, d["events"], d["copies"]
     table = pq.read_table(pool_dir / "events")
-    groups = table.column("group").cast(pa.string())
+    # a moved member's rows name the group it left (moved_from): renamed with the groups, or a copy's moved
+    # member would point into the pool's group of that name (converges, eager-revoke-all read it)
+    renamed_columns = [c for c in ("group", "moved_from") if c in table.column_names]
     for k in range(copies):
-        renamed = pc.binary_join_element_wise(groups, pa.scalar(f"c{k}"), "/")
-        copy = table.set_column(0, "group", renamed.dictionary_encode().cast(SCHEMA.field("group").type))
+        copy = table
+        for column in renamed_columns:
+            names = table.column(column).cast(pa.string())
+            renamed = pc.binary_join_element_wise(names, pa.scalar(f"c{k}"), "/")  # null stays null
+            copy = copy.set_column(table.column_names.index(column), column,
+                                   renamed.dictionary_encode().cast(SCHEMA.field(column).type))
         write_part(copy, out, k)
     (out / "input.json").write_text(json.dumps({"events": info["events"] * copies, "copies": copies}))
     done.write_text(json.dumps({"events": info["events"] * copies, "copies": copies}))
