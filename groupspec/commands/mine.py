@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the protocol of members that do not say (as groupspec check --protocol)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting (repeatable), as spark-submit --conf: for a large corpus "
-                             "spark.driver.memory=6g, spark.sql.shuffle.partitions=128 (docs/mining.md)")
+                             "spark.driver.memory=6g, spark.sql.shuffle.partitions=32 (docs/mining.md)")
 
 
 def spark_conf(pairs: list[str]) -> dict[str, str]:
