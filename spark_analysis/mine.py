@@ -33,9 +33,9 @@ from spark_analysis import rebalances as rb
 from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
-from spark_analysis.layout import events_dir
+from spark_analysis.layout import events_dir, part_files
 from spark_analysis.ownership import intervals, member_rows
-from spark_analysis.session import storage_level
+from spark_analysis.session import fit_partitions, storage_level
 from traces.checker import FROM_ASSIGNMENTS, NOT_IN_TRACES
 from traces.delivery import handoff_notes
 
@@ -71,6 +71,7 @@ class Plan:
     unchecked: DataFrame
     cached: list[DataFrame]
     handoffs: DataFrame | None = None  # spark_analysis.handoff.handoffs: one row per handoff
+    partitions_from: str = "setting"  # where the shuffle partition count came from (session.fit_partitions)
 
     def release(self) -> None:
         for df in self.cached:
@@ -89,6 +90,8 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
     cached: list[DataFrame] = []
     level = storage_level(spark)
+    # before the first repartition: every later stage keeps the corpus's partition count
+    partitions_from = fit_partitions(spark, part_files(corpus))
 
     def keep(df: DataFrame) -> DataFrame:
         """Cache a frame read by more than one branch of the job (else each branch recomputes its windows)."""
@@ -121,7 +124,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True)
                 .unionByName(nt.counts(events, rows, first_polls, config.default_protocol), allowMissingColumns=True),
                 cached,
-                handoffs=hd.handoffs(off, iv, rows, first_polls))
+                handoffs=hd.handoffs(off, iv, rows, first_polls),
+                partitions_from=partitions_from)
 
 
 def shuffles(*dfs: DataFrame) -> dict[str, int]:
@@ -210,9 +214,12 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
     Python's cyclic collector runs, which in a process of many long-lived objects is rarely (docs/mining.md,
     "The driver's heap when the job runs again").
     """
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
     try:
         return _run(spark, corpus, out, config, progress)
     finally:
+        # a count fitted to this corpus is this run's; the next run of the session fits its own
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
         gc.collect()
 
 
@@ -285,7 +292,8 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
         },
         "spark": {"master": spark.sparkContext.master, "version": spark.version,
-                  "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")), **n_shuffles,
+                  "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
+                  "shuffle_partitions_from": p.partitions_from, **n_shuffles,
                   "seconds": round(time.monotonic() - started, 3)},
         "config": asdict(config),
     }

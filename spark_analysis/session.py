@@ -9,6 +9,8 @@ see docs/mining.md).
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
 
 CONF = {
@@ -72,13 +74,65 @@ def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: d
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # Spark's default of 200 shuffle partitions makes hundreds of near-empty tasks per stage on a small
-    # corpus; two per core keeps every core busy. (The job's one shuffle is the corpus's repartition by
-    # group: every later stage has this many tasks.) A value the user gave is kept: in ``extra`` (the
+    # corpus; two per core keeps every core busy. (The corpus is repartitioned by group into this many
+    # partitions, and every later stage keeps them.) A value the user gave is kept: in ``extra`` (the
     # benchmark's --conf), or in Spark's own configuration (spark-submit --conf, spark-defaults.conf). A large
-    # corpus needs more than two per core: each task holds its share of every cache, sort and window buffer
-    # (docs/mining.md, "Large corpora").
-    parts = shuffle_partitions or (extra or {}).get("spark.sql.shuffle.partitions") \
-        or spark.sparkContext.getConf().get("spark.sql.shuffle.partitions", None) \
-        or max(2, 2 * spark.sparkContext.defaultParallelism)
-    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    # corpus needs more than two per core: each task holds its share of every cache, sort and window buffer,
+    # so mine.plan fits a count nobody gave to the corpus (fit_partitions).
+    given = shuffle_partitions or (extra or {}).get("spark.sql.shuffle.partitions") \
+        or spark.sparkContext.getConf().get("spark.sql.shuffle.partitions", None)
+    spark.conf.set("spark.sql.shuffle.partitions", str(given or base_partitions(spark)))
+    chosen = (extra or {}).get(FROM_CORPUS) or spark.sparkContext.getConf().get(FROM_CORPUS, None)
+    spark.conf.set(FROM_CORPUS, chosen or ("false" if given else "true"))
     return spark
+
+
+def base_partitions(spark: Any) -> int:
+    return max(2, 2 * spark.sparkContext.defaultParallelism)
+
+
+# Whether mine.plan fits the shuffle partition count to the corpus (``true`` when the session chose the
+# count, ``false`` when the user gave one; either can be set like any Spark setting).
+FROM_CORPUS = "spark.groupspec.mine.partitionsFromCorpus"
+# Corpus rows one running task may hold per GB of the heap it shares with the tasks beside it. Measured on
+# this project's corpora (1.87 rows per event; docs/benchmarks.md, "the whole job at 50M"), local[2]:
+# with a 6 GB driver, 4.7M rows a task (10M events, 4 partitions) finished, 23.5M (50M events, 4) failed for
+# execution memory; with 1 GB, 2.35M (5M events, 4) failed for heap and 0.29M (32) finished. 1.5M per GB is
+# the largest of those that finished, per GB of a task's share (6 GB / 2 tasks).
+ROWS_PER_TASK_GB = "spark.groupspec.mine.rowsPerTaskGb"
+ROWS_PER_TASK_GB_DEFAULT = 1_500_000
+
+
+def partitions_for(rows: int, heap_bytes: int, parallelism: int, base: int, rows_per_task_gb: int) -> int:
+    """Shuffle partitions for a corpus of ``rows`` on ``parallelism`` task slots sharing ``heap_bytes``.
+
+    Each task holds its partition's share of every cache, sort and window buffer, so a task's rows must
+    fit its share of the heap: ``rows / partitions <= rows_per_task_gb * heap_gb / parallelism``. Never
+    fewer than ``base`` (the session's count for small corpora), and a multiple of ``parallelism`` so the
+    last wave of tasks keeps every slot busy. Too many costs too (every stage has that many tasks, each
+    sorting its share): 128 at 10M events took more than 2.4 times the CPU of 4 (docs/benchmarks.md).
+    """
+    share_gb = heap_bytes / 2**30 / max(1, parallelism)
+    needed = math.ceil(rows / max(1.0, rows_per_task_gb * share_gb))
+    return max(base, -(-needed // parallelism) * parallelism)
+
+
+def fit_partitions(spark: Any, part_files: list[Path]) -> str:
+    """Set the shuffle partition count for a corpus made of ``part_files``; says where the count came from.
+
+    Only when the session chose the count (:data:`FROM_CORPUS`) and the master is local: there the tasks
+    share the driver's heap, whose size the JVM reports. On a cluster the executors' heaps and cores are
+    the cluster's, so the count is the user's to give (docs/mining.md, "Large corpora").
+    """
+    if spark.conf.get(FROM_CORPUS, "false") != "true":
+        return "setting"
+    if not spark.sparkContext.master.startswith("local"):
+        return "session"
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in part_files)  # the footers: nothing is read
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    per_gb = int(spark.conf.get(ROWS_PER_TASK_GB, str(ROWS_PER_TASK_GB_DEFAULT)))
+    parts = partitions_for(rows, heap, spark.sparkContext.defaultParallelism, base_partitions(spark), per_gb)
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    return "corpus"

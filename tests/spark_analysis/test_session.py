@@ -1,4 +1,5 @@
-"""The session settings a user can give the job: the storage level of mine.plan's cached frames."""
+"""The session settings a user can give the job: the storage level of mine.plan's cached frames, and the
+shuffle partition count, fitted to the corpus when nobody gave one."""
 
 from __future__ import annotations
 
@@ -32,3 +33,63 @@ def test_an_unknown_level_is_refused_with_its_name(spark: Any) -> None:
             session.storage_level(spark)
     finally:
         spark.conf.unset(session.STORAGE_LEVEL)
+
+
+GB = 2**30
+
+
+@pytest.mark.parametrize("rows, heap, slots, base", [
+    (18_800_000, 6 * GB, 2, 4),  # the 10M-event benchmark corpus with a 6 GB driver: 4 partitions finished
+    (93_800_000, 6 * GB, 2, 4),  # 50M events: 4 failed for execution memory
+    (9_400_000, 1 * GB, 2, 4),  # 5M events with the default 1 GB driver: 4 failed for heap, 32 finished
+    (1_000, 1 * GB, 2, 4),  # a small corpus keeps the session's two per core
+    (50_000_000, 4 * GB, 3, 6),
+])
+def test_partitions_fit_a_tasks_rows_to_its_share_of_the_heap(rows: int, heap: int, slots: int, base: int) -> None:
+    per_gb = session.ROWS_PER_TASK_GB_DEFAULT
+    parts = session.partitions_for(rows, heap, slots, base, per_gb)
+    share_gb = heap / GB / slots
+    assert parts >= base and parts % slots == 0  # whole waves of tasks
+    assert rows / parts <= per_gb * share_gb  # each task's rows fit its share ...
+    assert parts == base or rows / (parts - slots) > per_gb * share_gb  # ... and no wave more than that takes
+
+
+def test_partitions_for_the_measured_corpora() -> None:
+    """Where the measurements put the count (docs/mining.md, "Large corpora"): above the counts that failed."""
+    per_gb = session.ROWS_PER_TASK_GB_DEFAULT
+    assert session.partitions_for(93_800_000, 6 * GB, 2, 4, per_gb) > 4  # 4 failed at 50M
+    assert session.partitions_for(9_400_000, 1 * GB, 2, 4, per_gb) > 4  # 4 failed at 5M with 1 GB
+    assert session.partitions_for(18_800_000, 6 * GB, 2, 4, per_gb) < 32  # 128 cost 2.4x+ at 10M
+
+
+def test_plan_fits_the_count_to_the_corpus_only_when_nobody_gave_one(spark: Any, samples_corpus: Path) -> None:
+    """The test session was given 4 partitions: kept. Told to fit (as a session nobody gave a count is),
+    the count follows the corpus's rows from the Parquet footers and the heap the JVM reports."""
+    import pyarrow.parquet as pq
+
+    from spark_analysis.layout import part_files
+
+    given = spark.conf.get("spark.sql.shuffle.partitions")
+    assert spark.conf.get(session.FROM_CORPUS) == "false"
+    p = mine.plan(spark, samples_corpus)
+    p.release()
+    assert p.partitions_from == "setting" and spark.conf.get("spark.sql.shuffle.partitions") == given
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in part_files(samples_corpus))
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    slots = spark.sparkContext.defaultParallelism
+    per_gb = max(1, rows // 10)  # small enough that this small corpus needs more than the session's count
+    expected = session.partitions_for(rows, heap, slots, session.base_partitions(spark), per_gb)
+    assert expected > session.base_partitions(spark)
+    spark.conf.set(session.FROM_CORPUS, "true")
+    spark.conf.set(session.ROWS_PER_TASK_GB, str(per_gb))
+    try:
+        p = mine.plan(spark, samples_corpus)
+        try:
+            assert p.partitions_from == "corpus"
+            assert p.events.rdd.getNumPartitions() == expected  # the corpus's repartition by group took it
+        finally:
+            p.release()
+    finally:
+        spark.conf.set(session.FROM_CORPUS, "false")
+        spark.conf.unset(session.ROWS_PER_TASK_GB)
+        spark.conf.set("spark.sql.shuffle.partitions", given)
