@@ -74,16 +74,20 @@ def _first_pass(events: DataFrame) -> DataFrame:
     coord = name.startswith("coordinator_")
     is_r, is_s, is_y = name == REBALANCE, name == STABLE, name == SYNCED
     count_s = F.when(F.col("members").isNotNull(), F.size(F.array_distinct("members"))).otherwise(F.col("member_count"))
-    x = (x
-         .withColumn("assignor_now", F.last(F.when(coord & (F.col("assignor") != ""), F.col("assignor")), True).over(run))
-         .withColumn("state_now", _norm(F.last(F.when(coord, F.col("state")), True).over(run)))
-         .withColumn("prev_r", F.max(F.when(is_r, F.col("seq"))).over(before))
-         .withColumn("cnt_r", F.sum(is_r.cast("int")).over(run))
-         .withColumn("set_s", F.when(is_s & F.col("members").isNotNull(), F.array_sort(F.array_distinct("members"))))
-         .withColumn("count_s", F.when(is_s, count_s))
-         .withColumn("prev_set", F.last("set_s", True).over(before))
-         .withColumn("prev_count", F.last("count_s", True).over(before))
-         .withColumn("sees", F.coalesce(F.max(is_y.cast("int")).over(before) == 1, F.lit(False))))
+    set_s = F.when(is_s & F.col("members").isNotNull(), F.array_sort(F.array_distinct("members")))
+    # Three passes, one Window operator each: Spark computes the window columns of one spec in one operator only
+    # when they sit in one projection and none reads another's result (a withColumn each was 10 operators). The
+    # first pass reads only the rows; the second reads the first's state_now and prev_r; the third reads reset.
+    x = x.withColumns({
+        "assignor_now": F.last(F.when(coord & (F.col("assignor") != ""), F.col("assignor")), True).over(run),
+        "state_now": _norm(F.last(F.when(coord, F.col("state")), True).over(run)),
+        "prev_r": F.max(F.when(is_r, F.col("seq"))).over(before),
+        "cnt_r": F.sum(is_r.cast("int")).over(run),
+        "set_s": set_s,
+        "count_s": F.when(is_s, count_s),
+        "prev_set": F.last(set_s, True).over(before),
+        "prev_count": F.last(F.when(is_s, count_s), True).over(before),
+        "sees": F.coalesce(F.max(is_y.cast("int")).over(before) == 1, F.lit(False))})
     # a change pending (GroupState.change_pending): what sets it, before this rebalance and after the one before
     fenced_in_stable = (F.coalesce(F.col("reason"), F.lit("")) == "fenced") \
         & (F.coalesce(F.col("instance_id"), F.lit("")) != "") & (F.col("state_now") == "stable")
@@ -93,18 +97,15 @@ def _first_pass(events: DataFrame) -> DataFrame:
     last_setter = F.max(F.when(setter, F.col("seq"))).over(before)
     pending = F.col("prev_r").isNull() | F.coalesce(last_setter > F.col("prev_r"), F.lit(False))
     membership = F.coalesce(F.col("reason"), F.lit("")).rlike(_java(_MEMBERSHIP_REASON.pattern))
-    x = (x
-         .withColumn("reset", is_r & (pending | membership))
-         .withColumn("changed", is_s & (F.coalesce(F.col("set_s") != F.col("prev_set"), F.lit(False))
-                                        | F.coalesce(F.col("count_s") != F.col("prev_count"), F.lit(False))))
-         .withColumn("seg", F.sum(F.col("reset").cast("int")).over(run)))
+    x = x.withColumns({
+        "reset": is_r & (pending | membership),
+        "changed": is_s & (F.coalesce(F.col("set_s") != F.col("prev_set"), F.lit(False))
+                           | F.coalesce(F.col("count_s") != F.col("prev_count"), F.lit(False)))})
     # the streak after the row: the last anchor's value plus the rebalances since (a changed stable generation: 1,
     # or 0 before any rebalance -- min(streak, 1))
     anchor = F.last(F.when(F.col("reset") | F.col("changed"), F.struct(
         F.col("seq").alias("seq"), F.col("cnt_r").alias("cnt"),
         F.when(F.col("reset") | (F.col("cnt_r") > 0), 1).otherwise(0).alias("base"))), True).over(run)
-    x = x.withColumn("anchor", anchor).withColumn(
-        "streak", F.coalesce(F.col("anchor.base") + F.col("cnt_r") - F.col("anchor.cnt"), F.col("cnt_r")))
     # the last stable generation waiting for its members' SyncGroup answers (GroupState.awaiting_sync): set by a
     # stable generation (its members, or on a server.log only their count once answers are seen), taken by the
     # next rebalance
@@ -113,9 +114,11 @@ def _first_pass(events: DataFrame) -> DataFrame:
     aw = F.last(F.when(waits, F.struct(F.col("seq").alias("seq"), F.col("generation").alias("gen"),
                                        explicit.alias("explicit"), F.col("set_s").alias("set"),
                                        F.col("count_s").alias("n"))), True).over(before)
-    x = x.withColumn("aw", aw).withColumn(
-        "aw", F.when(F.col("prev_r").isNull() | (F.col("aw.seq") > F.col("prev_r")), F.col("aw")))
-    return x
+    return x.withColumns({
+        "seg": F.sum(F.col("reset").cast("int")).over(run),
+        "anchor": anchor,
+        "streak": F.coalesce(anchor["base"] + F.col("cnt_r") - anchor["cnt"], F.col("cnt_r")),
+        "aw": F.when(F.col("prev_r").isNull() | (aw["seq"] > F.col("prev_r")), aw)})
 
 
 def _races(x: DataFrame) -> DataFrame:

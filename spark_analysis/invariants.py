@@ -112,21 +112,27 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
                    & (removed["r_seq"] < ov["end.seq"]), "inner")
            .groupBy(*[ov[k] for k in key]).agg(F.max_by(F.struct("r_ts", "r_reason", "r_where"), "r_seq")
                                                 .alias("removal")))
-    # what the old owner did with the partition after the new owner got it (consumed, committed)
+    # what the old owner did with the partition after the new owner got it (consumed, committed). ``acts`` is
+    # nearly every poll and commit of the corpus, the overlaps a few per group with one: the overlaps are
+    # broadcast and the polls stream past them (a hash join), where a sort-merge join sorted every poll by member
+    # and partition to find the few that match (most of this frame's cost, measured in docs/benchmarks.md,
+    # h20-core). The evidence text (``file:line``) is built only for the rows that matched.
     acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | commit_entry_ok()) & F.col("owned_before"))
     acts = acts.select(F.col("group").alias("a_group"), F.col("member").alias("a_member"),
                        F.col("topic").alias("a_topic"), F.col("partition").alias("a_partition"),
                        F.col("seq").alias("a_seq"), F.col("timestamp").alias("a_ts"),
-                       F.col("source").alias("a_source"),
-                       F.when(F.col("name") == COMMITTED, F.lit("committed")).otherwise(F.lit("consumed")).alias("a_what"),
-                       where().alias("a_where"))
-    tol = F.when(F.col("a_source") != ov["new_source"], F.lit(skew_ms)).otherwise(F.lit(0))
-    act = (ov.join(acts, (ov["group"] == acts["a_group"]) & (ov["old"] == acts["a_member"])
-                   & (ov["topic"] == acts["a_topic"]) & (ov["partition"] == acts["a_partition"])
-                   & (acts["a_seq"] > ov["start_seq"]) & (acts["a_seq"] < ov["end.seq"])
-                   & (acts["a_ts"] > ov["start"] + tol), "inner")
-           .groupBy(*[ov[k] for k in key])
-           .agg(F.min_by(F.struct("a_what", "a_where", "a_ts"), "a_seq").alias("activity")))
+                       F.col("source").alias("a_source"), F.col("line").alias("a_line"),
+                       (F.col("name") == COMMITTED).alias("a_commit"))
+    judged = F.broadcast(ov)
+    tol = F.when(F.col("a_source") != judged["new_source"], F.lit(skew_ms)).otherwise(F.lit(0))
+    act = (acts.join(judged, (judged["group"] == acts["a_group"]) & (judged["old"] == acts["a_member"])
+                     & (judged["topic"] == acts["a_topic"]) & (judged["partition"] == acts["a_partition"])
+                     & (acts["a_seq"] > judged["start_seq"]) & (acts["a_seq"] < judged["end.seq"])
+                     & (acts["a_ts"] > judged["start"] + tol), "inner")
+           .groupBy(*[judged[k] for k in key])
+           .agg(F.min_by(F.struct(F.when(F.col("a_commit"), F.lit("committed")).otherwise(F.lit("consumed"))
+                                  .alias("a_what"), where("a_source", "a_line").alias("a_where"), "a_ts"),
+                         "a_seq").alias("activity")))
     ov = ov.join(rem, key, "left").join(act, key, "left")
     end = F.col("end")
     t_end = end["ts"]
