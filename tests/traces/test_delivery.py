@@ -301,6 +301,18 @@ def test_a_poll_entry_without_offsets_is_read(tmp_path: Path) -> None:
     assert findings(report) == []
 
 
+@pytest.mark.parametrize("success", [1, 0, "true"])
+def test_a_commit_whose_success_is_no_boolean_is_refused(tmp_path: Path, success: object) -> None:
+    """``"success": 1`` equals true but is no boolean (trace-format.md): the reader refuses the commit, as the corpus
+    does (it writes success only as a boolean). It used to pass the reader's `in (True, False)` test and count as a
+    commit of 9 (committed-not-ahead: past the position 5)."""
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), committed(21, 0, 9, success=success), stop(30)]  # type: ignore[arg-type]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    assert report["input"]["skipped_examples"][0]["detail"].startswith("offsets_committed: success is not true or false")
+    assert findings(report) == []
+
+
 def test_a_line_the_checker_refuses_is_no_event(tmp_path: Path) -> None:
     """input.events counts the events the check used: a line refused is counted under skipped only, whether the
     reader refused it (a commit of offset "ten") or the checker (a reset policy of no Kafka client), in the total and

@@ -230,12 +230,6 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                                     break
                     except (KeyError, TypeError):
                         valid = False
-                    if not valid:
-                        bad = poll_field_error(obj)
-                        if bad is not None:  # the whole poll is refused: half a poll moves positions by half
-                            dropped += 1
-                            stats.skip(source, n, BAD_FIELD, f"{consumed}: {bad}")
-                            continue
                 elif name == committed:  # commit_field_error's common case, inlined: half the events are commits
                     # subscripts as for polls; an absent offsets or success (commit_field_error accepts both) and an
                     # entry that is no object go to commit_field_error
@@ -253,16 +247,19 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                                     break
                     except (KeyError, TypeError):
                         valid = False
-                    if not valid:
-                        bad = commit_field_error(obj)
-                        if bad is not None:  # the whole commit is refused: half a commit is no commit
-                            dropped += 1
-                            stats.skip(source, n, BAD_FIELD, f"{committed}: {bad}")
-                            continue
                 elif name not in names:
                     dropped += 1
                     stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
                     continue
+                else:
+                    valid = True
+                if not valid:
+                    bad = (poll_field_error if name == consumed else commit_field_error)(obj)
+                    # the whole poll or commit is refused: half a poll moves positions by half, half a commit is none
+                    if bad is not None:
+                        dropped += 1
+                        stats.skip(source, n, BAD_FIELD, f"{name}: {bad}")
+                        continue
             except (ValueError, RecursionError) as exc:  # RecursionError: json (not orjson) on deep nesting
                 dropped += 1
                 reason = classify_bad_line(raw)
