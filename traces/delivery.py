@@ -69,7 +69,8 @@ from traces.state import (
 RESET_POLICIES = frozenset({"earliest", "latest", "none"})
 
 # The offset configuration any member event may name: each field's test of the values the checker accepts
-# (DeliveryChecks._offset_config), and the words of its BadField for another. spark_analysis.corpus carries a
+# (traces.checker.refuse_bad_context, before DeliveryChecks._offset_config keeps them), and the words of its BadField
+# for another. spark_analysis.corpus carries a
 # member's last accepted value of each across a move of groups by the same tests, so the two cannot drift.
 OFFSET_CONFIG: dict[str, tuple[Callable[[Any], bool], str]] = {
     # a str first: a list or object in the trace cannot be looked up in a set (it was a TypeError, which the
