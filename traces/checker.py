@@ -74,7 +74,7 @@ from typing import Any
 from model import events as ev_names
 from model.invariants.catalogue import CATALOGUE
 from traces.coordinator_checks import CoordinatorChecks, _text, converges_notes, coordinator_notes
-from traces.delivery import OFFSET_CONFIG, DeliveryChecks, _accepted
+from traces.delivery import DeliveryChecks, _accepted
 from traces.readers import JSONL_FORMATS
 from traces.readers.jsonl import parser_keys
 from traces.schema import (
@@ -98,6 +98,7 @@ from traces.state import (
     Finding,
     GroupState,
     Member,
+    MemberContext,
     Overlap,
     RevokeRecord,
 )
@@ -127,26 +128,33 @@ FROM_ASSIGNMENTS = dict.fromkeys(
     "`groupspec assign` on the assignment instead")
 
 
-def refuse_bad_context(ev: dict[str, Any]) -> None:
-    """:class:`BadField` for a member event whose context fields (trace-format.md: ``group``, ``member_id``, the
-    offset configuration, ``subscription``, ``generation``) have the wrong shape, checked before the checker changes
-    anything of the member: a line refused is a ``bad-field`` and nothing else (docs/check.md, "Input that cannot be
-    used"), not a member moved, restarted or renamed by half of it. ``groupspec corpus --from`` refuses the same
-    lines by the same function (spark_analysis.corpus)."""
+def refuse_bad_context(ev: dict[str, Any]) -> MemberContext:
+    """The context fields of a member event (trace-format.md: ``group``, ``member_id``, the offset configuration,
+    ``subscription``, ``generation``), parsed; :class:`BadField` for one of the wrong shape, checked before the checker
+    changes anything of the member: a line refused is a ``bad-field`` and nothing else (docs/check.md, "Input that
+    cannot be used"), not a member moved, restarted or renamed by half of it. ``Checker._context`` reads what this
+    returns, never the event's fields a second time; ``groupspec corpus --from`` refuses the same lines by the same
+    function (spark_analysis.corpus)."""
     group = ev.get("group")
     if group is not None and not isinstance(group, str):
         raise BadField(f"group is not a string: {group!r:.40}")
     member_id = ev.get("member_id")
     if member_id is not None and not isinstance(member_id, str):
         raise BadField(f"member_id is not a string: {member_id!r:.40}")
-    for key in OFFSET_CONFIG:
-        value = ev.get(key)
-        if value is not None:
-            _accepted(key, value)
+    # the table is consulted only for a field the event names: most events name none
+    reset = ev.get("auto_offset_reset")
+    if reset is not None:
+        _accepted("auto_offset_reset", reset)
+    auto = ev.get("enable_auto_commit")
+    if auto is not None:
+        _accepted("enable_auto_commit", auto)
+    interval = ev.get("auto_commit_interval_ms")
+    if interval is not None:
+        _accepted("auto_commit_interval_ms", interval)
     sub = ev.get("subscription")
     if sub is not None and (not isinstance(sub, list) or not all(isinstance(t, str) for t in sub)):
         raise BadField("subscription is not a list of topic names")
-    int_field(ev, "generation")
+    return MemberContext(member_id, reset, auto, interval, sub, int_field(ev, "generation"))
 
 
 def undecided_note(n: int, example: str | None) -> str:
@@ -248,6 +256,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         default_member = [s.member for s in self.sources]
         sources = self.sources
         n = 0
+        refused = 0
         checked = 0
         commit_checked = 0
         commits = 0
@@ -331,9 +340,13 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                     if type(offset) is int and offset >= 0:
                         committed[tp] = offset
             except (BadField, KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+                # a refused line is counted as skipped and is no event (docs/check.md, "Input that cannot be used"),
+                # as a line the reader refused is not: input.events and each source's events count what was used
+                refused += 1
+                self.stats.events_per_source[src] -= 1
                 self.stats.skip(sources[src], line, BAD_FIELD, f"{name}: {exc}")
         if n:
-            self.events += n
+            self.events += n - refused
             self.last_ts = ts
             self.first_ts = first
         self.opportunities["consume-owned-only"] += checked
@@ -353,11 +366,13 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             gs = self.groups[name] = GroupState(name, self.config.analytics)
         return gs
 
-    def _member(self, src: int, ev: dict[str, Any]) -> Member:
+    def _member(self, src: int, ev: dict[str, Any]) -> tuple[Member, MemberContext]:
+        """The event's member (created, or moved to the group the event names, as the trace allows) and the event's
+        context, parsed: both only for an event whose context is well formed (:func:`refuse_bad_context`)."""
         key = ev.get("member") or self.sources[src].member
         if not isinstance(key, str):
             raise BadField(f"member is not a string: {key!r:.40}")
-        refuse_bad_context(ev)
+        ctx = refuse_bad_context(ev)
         m = self.members.get(key)
         group = ev.get("group")
         if group is None:
@@ -376,21 +391,18 @@ class Checker(CoordinatorChecks, DeliveryChecks):
             m.jsonl_format = self.sources[src].format
             if m.commits_shown is False and m.auto_commit is None:
                 m.auto_commit = True  # VerifiableConsumer polls with no commit printed between: --enable-autocommit
-        return m
+        return m, ctx
 
-    def _context(self, m: Member, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        """Update what is known of ``m`` from an event's context fields; check the generation."""
+    def _context(self, m: Member, ctx: MemberContext, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        """Update what is known of ``m`` from an event's context fields (``ctx``, as :meth:`_member` parsed them); check
+        the generation."""
         m.events += 1
         if m.first_ts is None:
             m.first_ts = ts
         m.last_ts = ts
         m.last_src = src
-        member_id = ev.get("member_id")
-        if member_id is not None:
-            if not isinstance(member_id, str):
-                raise BadField(f"member_id is not a string: {member_id!r:.40}")
-            if member_id:
-                m.member_id = member_id
+        if ctx.member_id:
+            m.member_id = ctx.member_id
         instance_id = ev.get("instance_id")
         if isinstance(instance_id, str) and instance_id:
             m.instance_id = instance_id
@@ -403,14 +415,12 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 m.protocol = "cooperative"
             elif assignor in EAGER_ASSIGNORS:
                 m.protocol = "eager"
-        self._offset_config(m, ev)
-        sub = ev.get("subscription")
-        if sub is not None:  # its shape was checked with the rest of the context (refuse_bad_context, in _member)
-            m.subscription = frozenset(sub)
+        self._offset_config(m, ctx)
+        if ctx.subscription is not None:
+            m.subscription = frozenset(ctx.subscription)
             self.saw["subscription"] += 1
-        gen = int_field(ev, "generation")
-        if gen is not None:
-            self._generation(m, gen, ts, src, line)
+        if ctx.generation is not None:
+            self._generation(m, ctx.generation, ts, src, line)
 
     def _generation(self, m: Member, gen: int, ts: int, src: int, line: int) -> None:
         self.saw["generation"] += 1
@@ -462,7 +472,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     # ================================================================ lifecycle
 
     def _startup(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
+        m, ctx = self._member(src, ev)
         if m.events and not m.shutdown and not m.ended:
             self._end_incarnation(m, "killed", m.last_ts, src, line)
         m.owned.clear()
@@ -485,11 +495,11 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         m.ended = False
         m.known = True
         m.incarnation += 1
-        self._context(m, ts, src, line, ev)
+        self._context(m, ctx, ts, src, line, ev)
 
     def _shutdown(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
-        self._context(m, ts, src, line, ev)
+        m, ctx = self._member(src, ev)
+        self._context(m, ctx, ts, src, line, ev)
         # groupspec's model says when a process crashed (reason "crash"): its position was lost, as a
         # killed process's is, though the trace ends cleanly
         self._end_incarnation(m, "crashed" if ev.get("reason") == "crash" else "shutdown", ts, src, line)
@@ -510,9 +520,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     # ================================================================ ownership
 
     def _assigned(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
+        m, ctx = self._member(src, ev)
         tps = partitions_field(ev)
-        self._context(m, ts, src, line, ev)
+        self._context(m, ctx, ts, src, line, ev)
         if self._callback_superseded(m, src):
             return
         self.saw["ownership"] += 1
@@ -613,9 +623,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         self._let_go(ts, src, line, ev, "lost")
 
     def _let_go(self, ts: int, src: int, line: int, ev: dict[str, Any], kind: str) -> None:
-        m = self._member(src, ev)
+        m, ctx = self._member(src, ev)
         tps = partitions_field(ev)
-        self._context(m, ts, src, line, ev)
+        self._context(m, ctx, ts, src, line, ev)
         if self._callback_superseded(m, src):
             return
         self.saw["ownership"] += 1
@@ -799,11 +809,11 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     # ================================================================ consumption
 
     def _consumed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
+        m, ctx = self._member(src, ev)
         parts = ev["partitions"]
         if not isinstance(parts, list):
             raise BadField("partitions is not a list")
-        self._context(m, ts, src, line, ev)
+        self._context(m, ctx, ts, src, line, ev)
         owned = m.owned
         for p in parts:
             tp = (p["topic"], p["partition"])
@@ -827,7 +837,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     def _record_data(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         offset = int_field(ev, "offset")
         part = {"topic": ev["topic"], "partition": ev["partition"], "minOffset": offset, "maxOffset": offset}
-        self._member(src, ev).record_data = True
+        self._member(src, ev)[0].record_data = True
         self._consumed(ts, src, line, {**ev, "partitions": [part]})
 
     def _zombie_activity(self, m: Member, tp: TP, ts: int, src: int, line: int, what: str) -> None:
@@ -848,8 +858,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                       aggregate=(invariant, m.key, tp))
 
     def _committed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
-        self._context(m, ts, src, line, ev)
+        m, ctx = self._member(src, ev)
+        self._context(m, ctx, ts, src, line, ev)
         offsets = ev.get("offsets", ())
         if not isinstance(offsets, list):
             raise BadField("offsets is not a list")
@@ -912,9 +922,9 @@ class Checker(CoordinatorChecks, DeliveryChecks):
     # ================================================================ JoinGroup / SyncGroup answers
 
     def _joined(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
-        self._context(m, ts, src, line, ev)
-        gen = int_field(ev, "generation")
+        m, ctx = self._member(src, ev)
+        self._context(m, ctx, ts, src, line, ev)
+        gen = ctx.generation
         gs = self._group(m.group)
         gs.analytics.client_rejoin(ts, m.key, _text(ev, "reason") or None, gen)
         if m.protocol == "eager" and gen is not None and gen >= 0 and m.owned \
@@ -930,12 +940,12 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                           f"before they rejoin (ConsumerCoordinator.onJoinPrepare)")
 
     def _synced(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
-        m = self._member(src, ev)
-        self._context(m, ts, src, line, ev)
+        m, ctx = self._member(src, ev)
+        self._context(m, ctx, ts, src, line, ev)
         gs = self._group(m.group)
         gs.sees_syncs = True
-        gen = int_field(ev, "generation")
-        member_id = ev.get("member_id")
+        gen = ctx.generation
+        member_id = ctx.member_id
         if gs.awaiting_sync is not None and gen == gs.awaiting_sync[0] and "error" not in ev:
             waiting = gs.awaiting_sync[1]
             if member_id in waiting:

@@ -62,13 +62,15 @@ from traces.state import (
     GroupState,
     Handoff,
     Member,
+    MemberContext,
     Release,
 )
 
 RESET_POLICIES = frozenset({"earliest", "latest", "none"})
 
 # The offset configuration any member event may name: each field's test of the values the checker accepts
-# (DeliveryChecks._offset_config), and the words of its BadField for another. spark_analysis.corpus carries a
+# (traces.checker.refuse_bad_context, before DeliveryChecks._offset_config keeps them), and the words of its BadField
+# for another. spark_analysis.corpus carries a
 # member's last accepted value of each across a move of groups by the same tests, so the two cannot drift.
 OFFSET_CONFIG: dict[str, tuple[Callable[[Any], bool], str]] = {
     # a str first: a list or object in the trace cannot be looked up in a set (it was a TypeError, which the
@@ -210,23 +212,20 @@ class DeliveryChecks(CheckerParts):
 
     # ---------------------------------------------------------------- configuration from the trace
 
-    def _offset_config(self, m: Member, ev: dict[str, Any]) -> None:
-        """``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` (any event may say; the values
-        :data:`OFFSET_CONFIG` accepts). Each field is read (and a wrong one refused) in turn."""
-        # the table is consulted only for a field the event names: most events name none (a hot path)
-        reset = ev.get("auto_offset_reset")
-        if reset is not None:
-            m.auto_offset_reset = _accepted("auto_offset_reset", reset)
-        auto = ev.get("enable_auto_commit")
+    def _offset_config(self, m: Member, ctx: MemberContext) -> None:
+        """``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` (any event may say), as
+        ``refuse_bad_context`` accepted them (:data:`OFFSET_CONFIG`) before the checker changed anything."""
+        if ctx.auto_offset_reset is not None:
+            m.auto_offset_reset = ctx.auto_offset_reset
+        auto = ctx.enable_auto_commit
         if auto is not None:
-            m.auto_commit = _accepted("enable_auto_commit", auto)
+            m.auto_commit = auto
             if auto and m.commits_shown is True and m.jsonl_format == "groupspec":
                 # Which automatic commits a groupspec trace shows depends on its writer (the Java driver shows
                 # none, the model the ones it sends): the committed offset it shows is a lower bound only.
                 m.commits_shown = None
-        interval = ev.get("auto_commit_interval_ms")
-        if interval is not None:
-            m.auto_commit_interval_ms = _accepted("auto_commit_interval_ms", interval)
+        if ctx.auto_commit_interval_ms is not None:
+            m.auto_commit_interval_ms = ctx.auto_commit_interval_ms
 
     # ---------------------------------------------------------------- consumption
 

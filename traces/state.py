@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from traces.analytics import AnalyticsConfig, GroupAnalytics
 from traces.schema import TP, tp_json
@@ -20,6 +20,18 @@ WARNING = "warning"
 PROTOCOLS = frozenset({"eager", "cooperative", "consumer"})
 COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
 EAGER_ASSIGNORS = frozenset({"range", "roundrobin", "sticky"})
+
+
+class MemberContext(NamedTuple):
+    """The context fields of one member event as ``traces.checker.refuse_bad_context`` accepted them, None where the
+    event does not name one: what ``Checker._context`` reads, parsed once (trace-format.md, "Context fields")."""
+
+    member_id: str | None
+    auto_offset_reset: str | None
+    enable_auto_commit: bool | None
+    auto_commit_interval_ms: int | None
+    subscription: list[str] | None
+    generation: int | None  # int_field's reading: a float is truncated
 
 
 @dataclass

@@ -261,9 +261,10 @@ NOTES: dict[str, dict[str, list[dict[str, Any]]]] = {
               ev("partitions_assigned", 103, parts=[1], generation=2), _stop(310)]},
 }
 
-# Lines whose offset settings the checker does not accept (traces.delivery.OFFSET_CONFIG): each is one bad-field line
-# on both sides and nothing else (Checker._member refuses it before it changes the member; corpus --from does not write
-# it), so the finding each set makes shows the line was refused whole
+# Lines whose offset settings the checker does not accept (traces.delivery.OFFSET_CONFIG), and polls of the wrong shape:
+# each is one bad-field line on both sides and nothing else (Checker._member, or the reader for a poll, refuses it before
+# it changes the member; corpus --from does not write it), so the finding each set makes shows the line was refused
+# whole
 MALFORMED: dict[str, dict[str, list[dict[str, Any]]]] = {
     # a's assignment of t-0 names a reset policy of no Kafka client ("smallest" is the old Scala consumer's): a never
     # owned t-0, so its poll is consume-owned-only, and b's assignment overlaps nothing (a row the job read would
@@ -285,6 +286,20 @@ MALFORMED: dict[str, dict[str, list[dict[str, Any]]]] = {
         "a": [_start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 4),
               consumed(21, 0, 5, 9, auto_commit_interval_ms=-1), consumed(22, 0, 10, 12),
               ev("offsets_committed", 23, offsets="t-0:13"), _stop(40)]},
+    # polls of the wrong shape (traces.readers.jsonl.poll_field_error), each refused whole by the reader before either
+    # side sees it: a's poll of t-0 5..9 beside a t-1 entry whose minOffset is a string (the checker moved t-0 to 10,
+    # then refused the line; the corpus wrote it), so its poll of 10..12 skips 5..9; b's poll of t-2 at its position
+    # whose maxOffset is below its minOffset (the checker's hot path took it: position 4), so its poll of 4..9 goes back
+    # (monotonic-consumption for each, neither before)
+    "malformed-poll": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0, 1]), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4),
+              ev("records_consumed", 30, partitions=[
+                  {"topic": "t", "partition": 0, "minOffset": 5, "maxOffset": 9},
+                  {"topic": "t", "partition": 1, "minOffset": "5", "maxOffset": 9}]),
+              consumed(40, 0, 10, 12), _stop(50)],
+        "b": [_start(), ev("partitions_assigned", 10, parts=[2]), consumed(20, 2, 0, 4),
+              ev("records_consumed", 30, partitions=[{"topic": "t", "partition": 2, "minOffset": 5, "maxOffset": 3}]),
+              consumed(40, 2, 4, 9), _stop(50)]},
 }
 
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {

@@ -256,7 +256,9 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert {(k[0].split("/")[0], k[1]) for k in expected if k[0].startswith("crafted-malformed-")} == {
         ("crafted-malformed-setting-assign", "consume-owned-only"),
         ("crafted-malformed-setting-startup", "monotonic-consumption"),
-        ("crafted-malformed-setting-poll", "monotonic-consumption")}
+        ("crafted-malformed-setting-poll", "monotonic-consumption"),
+        ("crafted-malformed-poll", "monotonic-consumption")}
+    assert sorted(k[3] for k in expected if k[0].startswith("crafted-malformed-poll/")) == [["a"], ["b"]]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
@@ -278,19 +280,21 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
 def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_sets: dict[str, Path],
                                                                          tmp_path: Path) -> None:
     """``corpus --from`` refuses a line exactly where ``groupspec check`` does, per reason, with the same first
-    locations and words (docs/check.md, "Input that cannot be used"): on every sample and crafted set, among them
-    settings the checker does not accept on a startup, an assignment and a poll (crafted.MALFORMED). No Spark."""
+    locations and words (docs/check.md, "Input that cannot be used"), and counts the events it used as the checker
+    counts them (a refused line is none): on every sample and crafted set, among them settings the checker does not
+    accept on a startup, an assignment and a poll, and polls of the wrong shape (crafted.MALFORMED). No Spark."""
     refused = {}
     for name, path in sample_sets.items():
         doc = corpus.from_traces([str(path)], tmp_path / name, progress=None)
         report = check_paths(path)["input"]
         assert doc["skipped"] == report["skipped"], name
+        assert doc["events"] == report["events"], name
         shown = min(len(doc["skipped_examples"]), len(report["skipped_examples"]))
         assert doc["skipped_examples"][:shown] == report["skipped_examples"][:shown], name
         refused[name] = [e["detail"].split(": ", 1)[1].split(" ")[0] for e in report["skipped_examples"]
                          if e["reason"] == "bad-field"]
     assert {f"crafted-{n}" for n in crafted.MALFORMED} <= {n for n, r in refused.items() if r}
-    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets"} <= \
+    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset"} <= \
         {r for names in refused.values() for r in names}, refused
 
 

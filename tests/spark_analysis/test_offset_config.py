@@ -1,6 +1,6 @@
 """A member's offset settings: the corpus carries across a move of groups exactly what the checker accepts.
 
-The checker refuses an event naming a setting it does not accept (``DeliveryChecks._offset_config``: a
+The checker refuses an event naming a setting it does not accept (``traces.checker.refuse_bad_context``: a
 ``bad-field`` skip); the corpus writes a member's last accepted settings on its first row in a new group
 (``corpus._MemberGroups``), where the job's no-gap rule reads the reset policy. Both read one table,
 ``traces.delivery.OFFSET_CONFIG``; this runs the real checker and the real corpus writer on the same trace

@@ -244,6 +244,87 @@ def test_max_offset_below_min_offset_is_a_bad_field(tmp_path: Path) -> None:
     assert report["input"]["skipped"] == {"bad-field": 1}
 
 
+def _entry(partition: object = 1, low: object = 5, high: object = 9, topic: object = "t") -> dict[str, object]:
+    return {"topic": topic, "partition": partition, "minOffset": low, "maxOffset": high}
+
+
+# what is wrong with the poll's second entry (t-1, at position 5), and the words the bad-field line says it in
+WRONG_ENTRIES = {
+    "a string offset": (_entry(low="5"), "minOffset / maxOffset of t-1 are not integers"),
+    "a float offset the position equals": (_entry(low=5.0), "minOffset / maxOffset of t-1 are not integers"),
+    "a boolean offset": (_entry(high=True), "minOffset / maxOffset of t-1 are not integers"),
+    "one offset of two": ({"topic": "t", "partition": 1, "minOffset": 5}, "minOffset / maxOffset of t-1"),
+    "maxOffset below minOffset at the position": (_entry(high=3), "maxOffset 3 of t-1 is below minOffset 5"),
+    "no object": ("t-1", "partitions has an entry that is not an object"),
+    "a topic that is no string": (_entry(topic=7), "partitions has an entry with a bad topic or partition"),
+    "a boolean partition": (_entry(partition=True), "partitions has an entry with a bad topic or partition"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_ENTRIES))
+def test_a_poll_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) -> None:
+    """A poll of t-0 5..9 and a wrong entry for t-1 is one bad-field line and nothing else (docs/check.md, "Input that
+    cannot be used"): the reader refuses it before the checker sees it (traces.readers.jsonl.poll_field_error), so
+    t-0 is still at 5 when a polls 10..12 (monotonic-consumption). The checker used to move t-0 to 10 and then refuse
+    the line at t-1 (a string offset, one of two, no object), or take the whole poll (a float or boolean offset the
+    hot path compared equal to the position, a maxOffset below it, a boolean partition equal to 1) or read the wrong
+    entry as another partition (a topic 7: consume-owned-only)."""
+    entry, words = WRONG_ENTRIES[wrong]
+    poll = ev("records_consumed", 30, partitions=[_entry(0, 5, 9), entry])
+    events = [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4), poll,
+              consumed(40, 0, 10, 12), stop(50)]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    [example] = report["input"]["skipped_examples"]
+    assert example["where"].endswith("a.jsonl:5") and example["detail"].startswith(f"records_consumed: {words}")
+    assert [(f["invariant"], partitions_of(f)) for f in findings(report)] == [("monotonic-consumption", [("t", 0)])]
+    assert report["input"]["events"] == len(events) - 1
+
+
+@pytest.mark.parametrize("partitions", [{"topic": "t", "partition": 0, "minOffset": 5, "maxOffset": 9}, "t-0", None])
+def test_a_poll_whose_partitions_is_no_list_is_refused(tmp_path: Path, partitions: object) -> None:
+    poll = ev("records_consumed", 30, partitions=partitions)
+    report = run_events(tmp_path, {"a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), poll,
+                                         consumed(40, 0, 5, 9), stop(50)]})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    assert report["input"]["skipped_examples"][0]["detail"] == "records_consumed: partitions is not a list"
+    assert findings(report) == []
+
+
+def test_a_poll_entry_without_offsets_is_read(tmp_path: Path) -> None:
+    """An entry that names neither offset (trace-format.md allows it) is no wrong shape: the member's position of
+    the partition is unknown afterwards, so the next poll, from anywhere, is not judged."""
+    poll = ev("records_consumed", 30, partitions=[{"topic": "t", "partition": 0}])
+    report = run_events(tmp_path, {"a": [start(), assigned(10, 0), consumed(20, 0, 0, 4), poll,
+                                         consumed(40, 0, 9, 12), stop(50)]})
+    assert report["input"]["skipped"] == {}
+    assert findings(report) == []
+
+
+@pytest.mark.parametrize("success", [1, 0, "true"])
+def test_a_commit_whose_success_is_no_boolean_is_refused(tmp_path: Path, success: object) -> None:
+    """``"success": 1`` equals true but is no boolean (trace-format.md): the reader refuses the commit, as the corpus
+    does (it writes success only as a boolean). It used to pass the reader's `in (True, False)` test and count as a
+    commit of 9 (committed-not-ahead: past the position 5)."""
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), committed(21, 0, 9, success=success), stop(30)]  # type: ignore[arg-type]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    assert report["input"]["skipped_examples"][0]["detail"].startswith("offsets_committed: success is not true or false")
+    assert findings(report) == []
+
+
+def test_a_line_the_checker_refuses_is_no_event(tmp_path: Path) -> None:
+    """input.events counts the events the check used: a line refused is counted under skipped only, whether the
+    reader refused it (a commit of offset "ten") or the checker (a reset policy of no Kafka client), in the total and
+    per source alike (docs/check.md, "Input that cannot be used")."""
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4),
+              ev("offsets_committed", 21, success=True, offsets=[{"topic": "t", "partition": 0, "offset": "ten"}]),
+              consumed(22, 0, 5, 9, auto_offset_reset="smallest"), stop(30)]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 2}
+    assert report["input"]["events"] == len(events) - 2 == report["input"]["sources"][0]["events"]
+
+
 # ------------------------------------------------------------------ handoff-duplicates
 
 

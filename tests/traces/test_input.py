@@ -42,7 +42,8 @@ def test_bad_lines_are_counted_by_reason_with_their_location(tmp_path: Path) -> 
     where = {e["where"].rsplit(":", 1)[1]: e["reason"] for e in inp["skipped_examples"]}
     assert where == {"2": "invalid-json", "3": "binary", "4": "binary", "5": "unknown-event", "6": "missing-name",
                      "7": "not-an-object", "8": "bad-timestamp", "9": "bad-field", "13": "truncated"}
-    assert inp["events"] == 4  # the good lines (and the bad-field line, which reached the checker)
+    # the good lines: the bad-field line reached the checker, which refused it, and a refused line is no event
+    assert inp["events"] == 3 == inp["sources"][0]["events"]
     assert report["verdict"] == "held"
 
 

@@ -74,6 +74,7 @@ def parser_keys(*names: str) -> tuple[str, ...]:
 
 K_NAME, K_TIMESTAMP = parser_keys("name", "timestamp")
 K_OFFSETS, K_OFFSET, K_TOPIC, K_PARTITION, K_SUCCESS = parser_keys("offsets", "offset", "topic", "partition", "success")
+K_PARTITIONS, K_MIN_OFFSET, K_MAX_OFFSET = parser_keys("partitions", "minOffset", "maxOffset")
 # The two names of most events (one per poll, one per commit), compared before the set look-up:
 # comparing two strings is cheaper than hashing the fresh one the parser made.
 COMMON_NAMES = (ev.RECORDS_CONSUMED, ev.OFFSETS_COMMITTED)
@@ -135,6 +136,37 @@ def _commit_error(obj: dict[str, Any]) -> str | None:
     return None
 
 
+def poll_field_error(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a ``records_consumed`` event's fields (docs/trace-format.md), or None.
+
+    ``partitions`` is a list of ``{"topic", "partition", "minOffset", "maxOffset"}`` with a string topic, an integer
+    partition, and integer offsets with ``maxOffset`` not below ``minOffset`` (VerifiableConsumer's
+    ``RecordSetSummary``: the first and last offset of the poll); an entry may leave out both offsets (null), which
+    says the poll's position is not known, never one of them. Checked here, before the checker sees the poll, so a
+    wrong entry refuses the whole poll: the checker would otherwise move the member's position by the entries before
+    it and then refuse the line (docs/check.md, "Input that cannot be used"), and ``groupspec corpus --from`` reads
+    through this reader too. Half of a consumer's events are polls: :func:`read` inlines the common case and calls
+    this only when it fails, to name what is wrong (or to accept an entry without offsets).
+    """
+    parts = obj.get("partitions")
+    if not isinstance(parts, list):
+        return "partitions is not a list"
+    for item in parts:
+        if not isinstance(item, dict):
+            return f"partitions has an entry that is not an object: {item!r:.60}"
+        topic, partition = item.get("topic"), item.get("partition")
+        if not isinstance(topic, str) or type(partition) is not int:
+            return f"partitions has an entry with a bad topic or partition: {item!r:.60}"
+        low, high = item.get("minOffset"), item.get("maxOffset")
+        if low is None and high is None:
+            continue
+        if type(low) is not int or type(high) is not int:
+            return f"minOffset / maxOffset of {topic}-{partition} are not integers: {low!r:.20}, {high!r:.20}"
+        if high < low:
+            return f"maxOffset {high} of {topic}-{partition} is below minOffset {low}"
+    return None
+
+
 def nesting_detail(exc: Exception, raw: bytes) -> str:
     """What a bad line's example says: "nested too deeply" (as ``groupspec assign`` says it) or its start."""
     if isinstance(exc, RecursionError) or "depth limit" in str(exc) or "recursion" in str(exc).lower():
@@ -171,6 +203,9 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     consumed, committed = COMMON_NAMES
     parse, k_name, k_timestamp, int_type = loads, K_NAME, K_TIMESTAMP, int  # locals: the loop's cheapest names
     k_offsets, k_offset, k_success = K_OFFSETS, K_OFFSET, K_SUCCESS
+    k_partitions, k_min_offset, k_max_offset, k_topic, k_partition = (
+        K_PARTITIONS, K_MIN_OFFSET, K_MAX_OFFSET, K_TOPIC, K_PARTITION)
+    list_type, str_type = list, str
     src = source.index
     n = 0
     dropped = 0  # blank and bad lines
@@ -179,25 +214,52 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
             try:
                 obj = parse(raw)
                 name = obj[k_name]  # a subscript, not obj.get: the common case pays for no method call
-                if name != consumed and name != committed and name not in names:
+                if name == consumed:  # poll_field_error's common case, inlined: half the events are polls
+                    # subscripts, not .get: a missing field (KeyError) or an entry that is no object (TypeError: only
+                    # a dict takes a str subscript) sends the poll to poll_field_error, which names what is wrong
+                    try:
+                        parts = obj[k_partitions]
+                        valid = type(parts) is list_type
+                        if valid:
+                            for item in parts:
+                                low = item[k_min_offset]
+                                high = item[k_max_offset]
+                                if type(low) is not int_type or type(high) is not int_type or high < low \
+                                        or type(item[k_topic]) is not str_type or type(item[k_partition]) is not int_type:
+                                    valid = False
+                                    break
+                    except (KeyError, TypeError):
+                        valid = False
+                elif name == committed:  # commit_field_error's common case, inlined: half the events are commits
+                    # subscripts as for polls; an absent offsets or success (commit_field_error accepts both) and an
+                    # entry that is no object go to commit_field_error
+                    try:
+                        offsets = obj[k_offsets]
+                        success = obj[k_success]
+                        # identity, not `in (True, False)`: 1 and 0 equal True and False but are no booleans
+                        valid = type(offsets) is list_type and (success is True or success is False)
+                        if valid:
+                            for item in offsets:
+                                # the offset is what the checker counts; topic and partition it checks where it uses
+                                # them
+                                if type(item[k_offset]) is not int_type:
+                                    valid = False
+                                    break
+                    except (KeyError, TypeError):
+                        valid = False
+                elif name not in names:
                     dropped += 1
                     stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
                     continue
-                if name == committed:  # commit_field_error's common case, inlined: half the events are commits
-                    offsets = obj.get(k_offsets, ())
-                    valid = type(offsets) is list
-                    if valid:
-                        for item in offsets:
-                            # the offset is what the checker counts; topic and partition it checks where it uses them
-                            if type(item) is not dict or type(item.get(k_offset)) is not int_type:
-                                valid = False
-                                break
-                    if not valid or obj.get(k_success, True) not in (True, False):
-                        bad = commit_field_error(obj)
-                        if bad is not None:  # the whole commit is refused: half a commit is no commit
-                            dropped += 1
-                            stats.skip(source, n, BAD_FIELD, f"{committed}: {bad}")
-                            continue
+                else:
+                    valid = True
+                if not valid:
+                    bad = (poll_field_error if name == consumed else commit_field_error)(obj)
+                    # the whole poll or commit is refused: half a poll moves positions by half, half a commit is none
+                    if bad is not None:
+                        dropped += 1
+                        stats.skip(source, n, BAD_FIELD, f"{name}: {bad}")
+                        continue
             except (ValueError, RecursionError) as exc:  # RecursionError: json (not orjson) on deep nesting
                 dropped += 1
                 reason = classify_bad_line(raw)
