@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from spark_analysis.layout import part_files
 
     conf = spark_conf(args.conf)
+    if "spark.sql.shuffle.partitions" in conf:
+        # a count given here wins over the one mine.plan would fit to the corpus, also in a running session that
+        # was left to fit it (docs/mining.md, "Large corpora")
+        conf.setdefault("spark.groupspec.mine.partitionsFromCorpus", "false")
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from groupspec.cli import main
+from spark_analysis import session
 from tests.traces.support import consumed, ev, write_jsonl
 from tests.traces.support import run as check_paths
 
@@ -89,9 +90,17 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     capsys.readouterr()
     out = tmp_path / "mined"
     before = spark.conf.get("spark.sql.shuffle.partitions")
-    assert main(["mine", str(corpus_dir), "--out", str(out), "--json", "--conf", "spark.sql.shuffle.partitions=3"]) == 1
+    # a running session left to fit the count to each corpus (as one built without a count is): a given count wins
+    spark.conf.set(session.FROM_CORPUS, "true")
+    try:
+        assert main(["mine", str(corpus_dir), "--out", str(out), "--json",
+                     "--conf", "spark.sql.shuffle.partitions=3"]) == 1
+        assert spark.conf.get(session.FROM_CORPUS) == "true"
+    finally:
+        spark.conf.set(session.FROM_CORPUS, "false")
     data = json.loads(capsys.readouterr().out)
     assert data["spark"]["shuffle_partitions"] == 3  # --conf reached the job ...
+    assert data["spark"]["shuffle_partitions_from"] == "setting"
     assert spark.conf.get("spark.sql.shuffle.partitions") == before  # ... and the running session is as it was
     checker = check_paths(traces)
     expected = sorted((f["invariant"], f["members"], f["window"]) for f in checker["findings"]
