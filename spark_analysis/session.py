@@ -62,6 +62,19 @@ def storage_level(spark: Any) -> Any:
     return level
 
 
+# Whether mine.plan fits the shuffle partition count to the corpus (``true`` when the session chose the
+# count, ``false`` when the user gave one; either can be set like any Spark setting).
+FROM_CORPUS = "spark.groupspec.mine.partitionsFromCorpus"
+# Corpus rows one running task may hold per GB of the heap it shares with the tasks beside it. Measured on
+# this project's corpora (1.87 rows per event; docs/benchmarks.md, "the whole job at 50M finishes"), local[2]:
+# with a 6 GB driver (3 GB a task), 4.7M rows a task (10M events, 4 partitions) finished, 2.9M (50M events,
+# 32) finished, 23.5M (50M, 4) failed for execution memory; with 1 GB, 2.35M (5M events, 4) failed for heap and
+# 0.29M (32) finished. 1M per GB of a task's share is the one finished run at 50M (32 partitions): the
+# smallest rate that finished at the largest corpus, since a larger corpus also spills more of its caches.
+ROWS_PER_TASK_GB = "spark.groupspec.mine.rowsPerTaskGb"
+ROWS_PER_TASK_GB_DEFAULT = 1_000_000
+
+
 def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: dict[str, str] | None = None,
           shuffle_partitions: int | None = None) -> Any:
     """A SparkSession (``master`` None: whatever spark-submit set)."""
@@ -89,19 +102,6 @@ def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: d
 
 def base_partitions(spark: Any) -> int:
     return max(2, 2 * spark.sparkContext.defaultParallelism)
-
-
-# Whether mine.plan fits the shuffle partition count to the corpus (``true`` when the session chose the
-# count, ``false`` when the user gave one; either can be set like any Spark setting).
-FROM_CORPUS = "spark.groupspec.mine.partitionsFromCorpus"
-# Corpus rows one running task may hold per GB of the heap it shares with the tasks beside it. Measured on
-# this project's corpora (1.87 rows per event; docs/benchmarks.md, "the whole job at 50M finishes"), local[2]:
-# with a 6 GB driver (3 GB a task), 4.7M rows a task (10M events, 4 partitions) finished, 2.9M (50M events,
-# 32) finished, 23.5M (50M, 4) failed for execution memory; with 1 GB, 2.35M (5M events, 4) failed for heap and
-# 0.29M (32) finished. 1M per GB of a task's share is the one finished run at 50M (32 partitions): the
-# smallest rate that finished at the largest corpus, since a larger corpus also spills more of its caches.
-ROWS_PER_TASK_GB = "spark.groupspec.mine.rowsPerTaskGb"
-ROWS_PER_TASK_GB_DEFAULT = 1_000_000
 
 
 def partitions_for(rows: int, heap_bytes: int, parallelism: int, base: int, rows_per_task_gb: int) -> int:

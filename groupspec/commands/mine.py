@@ -54,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
 
     conf = spark_conf(args.conf)
     if "spark.sql.shuffle.partitions" in conf:
+        from spark_analysis.session import FROM_CORPUS
+
         # a count given here wins over the one mine.plan would fit to the corpus, also in a running session that
         # was left to fit it (docs/mining.md, "Large corpora")
-        conf.setdefault("spark.groupspec.mine.partitionsFromCorpus", "false")
+        conf.setdefault(FROM_CORPUS, "false")
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))
