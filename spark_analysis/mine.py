@@ -35,7 +35,7 @@ from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
 from spark_analysis.layout import events_dir, part_files
 from spark_analysis.ownership import intervals, member_rows
-from spark_analysis.session import fit_partitions, storage_level
+from spark_analysis.session import fit_partitions, partitions_kept, storage_level
 from traces.checker import FROM_ASSIGNMENTS, NOT_IN_TRACES
 from traces.delivery import handoff_notes
 
@@ -214,12 +214,10 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
     Python's cyclic collector runs, which in a process of many long-lived objects is rarely (docs/mining.md,
     "The driver's heap when the job runs again").
     """
-    partitions = spark.conf.get("spark.sql.shuffle.partitions")
     try:
-        return _run(spark, corpus, out, config, progress)
+        with partitions_kept(spark):  # a count fitted to this corpus is this run's; the next run fits its own
+            return _run(spark, corpus, out, config, progress)
     finally:
-        # a count fitted to this corpus is this run's; the next run of the session fits its own
-        spark.conf.set("spark.sql.shuffle.partitions", partitions)
         gc.collect()
 
 

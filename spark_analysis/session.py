@@ -10,6 +10,8 @@ see docs/mining.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +75,10 @@ FROM_CORPUS = "spark.groupspec.mine.partitionsFromCorpus"
 # smallest rate that finished at the largest corpus, since a larger corpus also spills more of its caches.
 ROWS_PER_TASK_GB = "spark.groupspec.mine.rowsPerTaskGb"
 ROWS_PER_TASK_GB_DEFAULT = 1_000_000
+# The count the session chose itself, build()'s or the last fitted one (unset when one was given). mine.plan
+# fits only while the session's count is still this one: a count set later (``spark.conf.set`` in a notebook) is
+# the user's, and wins.
+OWN_PARTITIONS = "spark.groupspec.mine.sessionPartitions"
 
 
 def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: dict[str, str] | None = None,
@@ -95,6 +101,10 @@ def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: d
     given = shuffle_partitions or (extra or {}).get("spark.sql.shuffle.partitions") \
         or spark.sparkContext.getConf().get("spark.sql.shuffle.partitions", None)
     spark.conf.set("spark.sql.shuffle.partitions", str(given or base_partitions(spark)))
+    if given:
+        spark.conf.unset(OWN_PARTITIONS)
+    else:
+        spark.conf.set(OWN_PARTITIONS, str(base_partitions(spark)))
     chosen = (extra or {}).get(FROM_CORPUS) or spark.sparkContext.getConf().get(FROM_CORPUS, None)
     spark.conf.set(FROM_CORPUS, chosen or ("false" if given else "true"))
     return spark
@@ -121,11 +131,15 @@ def partitions_for(rows: int, heap_bytes: int, parallelism: int, base: int, rows
 def fit_partitions(spark: Any, part_files: list[Path]) -> str:
     """Set the shuffle partition count for a corpus made of ``part_files``; says where the count came from.
 
-    Only when the session chose the count (:data:`FROM_CORPUS`) and the master is local: there the tasks
-    share the driver's heap, whose size the JVM reports. On a cluster the executors' heaps and cores are
-    the cluster's, so the count is the user's to give (docs/mining.md, "Large corpora").
+    Only when the session chose the count (:data:`FROM_CORPUS`), nobody has set another since
+    (:data:`OWN_PARTITIONS`), and the master is local: there the tasks share the driver's heap, whose size
+    the JVM reports. On a cluster the executors' heaps and cores are the cluster's, so the count is the
+    user's to give (docs/mining.md, "Large corpora").
     """
     if spark.conf.get(FROM_CORPUS, "false") != "true":
+        return "setting"
+    own = spark.conf.get(OWN_PARTITIONS, None)
+    if own is not None and spark.conf.get("spark.sql.shuffle.partitions") != own:
         return "setting"
     if not spark.sparkContext.master.startswith("local"):
         return "session"
@@ -136,4 +150,21 @@ def fit_partitions(spark: Any, part_files: list[Path]) -> str:
     per_gb = int(spark.conf.get(ROWS_PER_TASK_GB, str(ROWS_PER_TASK_GB_DEFAULT)))
     parts = partitions_for(rows, heap, spark.sparkContext.defaultParallelism, base_partitions(spark), per_gb)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    spark.conf.set(OWN_PARTITIONS, str(parts))  # still the session's choice: the next corpus is fitted again
     return "corpus"
+
+
+@contextmanager
+def partitions_kept(spark: Any) -> Iterator[None]:
+    """Put the session's shuffle partition count (and whose choice it was) back as it was, however the block
+    ends: mine.run's fitted count is that run's."""
+    keys = ("spark.sql.shuffle.partitions", OWN_PARTITIONS)
+    before = {key: spark.conf.get(key, None) for key in keys}
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

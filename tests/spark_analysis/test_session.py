@@ -90,7 +90,46 @@ def test_plan_fits_the_count_to_the_corpus_only_when_nobody_gave_one(spark: Any,
             assert p.events.rdd.getNumPartitions() == expected  # the corpus's repartition by group took it
         finally:
             p.release()
+        # a session built without a count (here the running one, as a notebook's second build() gets it) fits
+        # while the count is still its own (build's, or the one fitted last) ...
+        assert session.build("local[*]") is spark and spark.conf.get(session.FROM_CORPUS) == "true"
+        assert spark.conf.get(session.OWN_PARTITIONS) == spark.conf.get("spark.sql.shuffle.partitions")
+        for _ in range(2):
+            p = mine.plan(spark, samples_corpus)
+            p.release()
+            assert p.partitions_from == "corpus"
+            assert spark.conf.get("spark.sql.shuffle.partitions") == str(expected)
+        # ... and a count set afterwards (a notebook's spark.conf.set) is the user's: it wins
+        spark.conf.set("spark.sql.shuffle.partitions", "3")
+        p = mine.plan(spark, samples_corpus)
+        try:
+            assert p.partitions_from == "setting"
+            assert p.events.rdd.getNumPartitions() == 3
+        finally:
+            p.release()
     finally:
+        spark.conf.unset(session.OWN_PARTITIONS)
         spark.conf.set(session.FROM_CORPUS, "false")
         spark.conf.unset(session.ROWS_PER_TASK_GB)
+        spark.conf.set("spark.sql.shuffle.partitions", given)
+
+
+def test_a_run_puts_the_sessions_count_back(spark: Any) -> None:
+    """mine.run fits the count for its corpus only: after it (also after a failure) the session's count and
+    whose choice it was are as before, so the next run fits again and a count the user set stays theirs."""
+    given = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set(session.OWN_PARTITIONS, given)
+    try:
+        with pytest.raises(RuntimeError), session.partitions_kept(spark):
+            spark.conf.set("spark.sql.shuffle.partitions", "17")
+            spark.conf.set(session.OWN_PARTITIONS, "17")  # as fit_partitions leaves them
+            raise RuntimeError("the job failed")
+        assert spark.conf.get("spark.sql.shuffle.partitions") == given
+        assert spark.conf.get(session.OWN_PARTITIONS) == given
+        spark.conf.unset(session.OWN_PARTITIONS)
+        with session.partitions_kept(spark):
+            spark.conf.set(session.OWN_PARTITIONS, "17")
+        assert spark.conf.get(session.OWN_PARTITIONS, None) is None
+    finally:
+        spark.conf.unset(session.OWN_PARTITIONS)
         spark.conf.set("spark.sql.shuffle.partitions", given)
