@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import re
 import shutil
 import signal
@@ -129,6 +130,7 @@ class KafkaBroker:
                  java: str | None = None, jar_root: Path | None = None) -> None:
         self.version = version
         # absolute: the JVM runs with the work directory as its cwd
+        self._own_workdir = workdir is None  # made here: removed by close() when nothing was written to it
         self.workdir = (Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="groupspec-kafka-"))).resolve()
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
@@ -182,7 +184,7 @@ class KafkaBroker:
         try:
             self.start()
         except BaseException:
-            self.stop()
+            self.close()
             raise
         return self
 
@@ -321,6 +323,9 @@ class KafkaBroker:
             self.stop()
         finally:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+            if self._own_workdir:  # a temporary directory nobody will read: gone unless it holds logs
+                with contextlib.suppress(OSError):
+                    self.workdir.rmdir()
 
     def _reap(self) -> None:
         _LIVE.discard(self)

@@ -121,12 +121,16 @@ def test_missing_jars_without_maven_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_an_unknown_version_exits_2_with_one_message(tmp_path: Path) -> None:
-    env = {**os.environ, "GROUPSPEC_CACHE": str(tmp_path), "PYTHONPATH": str(PROJECT_ROOT)}
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "GROUPSPEC_CACHE": str(tmp_path), "PYTHONPATH": str(PROJECT_ROOT), "TMPDIR": str(temp)}
     proc = subprocess.run([sys.executable, "-m", "conformance.kafka", "--kafka-version", "0.0.1-groupspec-none"],
                           capture_output=True, text=True, env=env, timeout=300, check=False, cwd=PROJECT_ROOT)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("groupspec: fetching Apache Kafka 0.0.1-groupspec-none with Maven failed")
     assert not (tmp_path / "kafka" / "0.0.1-groupspec-none").exists()
+    # the broker's own temporary work directory (no --workdir) goes with the failed start
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("groupspec-kafka-")]
 
 
 def test_command_line_broker_stops_on_ctrl_c(tmp_path: Path) -> None:
