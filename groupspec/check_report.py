@@ -30,6 +30,7 @@ from groupspec.render import (
     write_report,
 )
 from groupspec.timeline import pauses
+from traces.runs import shared_member_text
 
 
 def _tps(partitions: list[dict[str, Any]]) -> str:
@@ -73,6 +74,7 @@ def document(report: dict[str, Any]) -> Document:
     runs = inp.get("runs", [])
     if len(runs) > 1:
         blocks.append(Section("Runs", _runs_blocks(report)))
+    blocks += [f"Warning: {shared_member_text(m)}." for m in inp.get("shared_members", [])]
     blocks.append(Section("Findings", _finding_blocks(report, evidence)))
     blocks.append(Section("What was checked", [
         Table(["invariant", "times exercised"],

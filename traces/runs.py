@@ -95,6 +95,39 @@ def _run_entry(report: dict[str, Any], run: Run) -> dict[str, Any]:
             "first_timestamp": inp["first_timestamp"], "last_timestamp": inp["last_timestamp"]}
 
 
+def shared_members(sources: list[dict[str, Any]], only_run: str = "") -> list[dict[str, Any]]:
+    """Members of one run read from files of one format in more than one directory.
+
+    A run takes a member name for one consumer, so ``a/m1.jsonl`` and ``b/m1.jsonl`` make one member that
+    seems to jump between groups and to hold what two processes held: a parent directory of several
+    captures, named as one run, gives violations no capture has. A member's callback trace and its client
+    log (two formats) may well lie in two directories, and so may the server.logs of several brokers:
+    neither is listed. One entry per run (a source's ``run``, else ``only_run``) and set of directories,
+    naming its members.
+    """
+    dirs: dict[tuple[str, str, str], set[str]] = {}
+    for s in sources:
+        if s["format"] == "broker-log" or not s.get("member") or not s.get("events"):
+            continue  # (a file that gave no event added nothing to the member)
+        dirs.setdefault((s.get("run", only_run), s["member"], s["format"]), set()).add(str(Path(s["path"]).parent))
+    shared: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for (run, member, _), found in dirs.items():
+        if len(found) > 1:
+            shared.setdefault((run, tuple(sorted(found))), set()).add(member)
+    return [{"run": run, "directories": list(found), "members": sorted(members)}
+            for (run, found), members in sorted(shared.items())]
+
+
+def shared_member_text(shared: dict[str, Any]) -> str:
+    """What one entry of :func:`shared_members` means, for people."""
+    members = shared["members"]
+    return (f"member{'s' if len(members) > 1 else ''} {', '.join(members)} "
+            f"{'are' if len(members) > 1 else 'is'} read from files of one format in "
+            f"{len(shared['directories'])} directories ({', '.join(shared['directories'])}), and one run takes a "
+            "name for one consumer: if they are separate captures, check each directory as a run of its own (name "
+            "each on the command line, without --merge-runs)")
+
+
 def overlaps(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Pairs of runs that report on a group of the same name in overlapping time."""
     out = []

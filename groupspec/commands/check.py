@@ -26,7 +26,7 @@ from traces.merge import merged
 from traces.readers import FORMATS
 from traces.readers.logtime import parse_zone
 from traces.report import build
-from traces.runs import combine, require_events
+from traces.runs import combine, require_events, shared_member_text, shared_members
 from traces.runs import split as split_runs
 from traces.schema import InputStats, Located, TraceInputError
 
@@ -140,6 +140,7 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
         kept.append(one)
     combined = combine(reports, kept)
     combined["input"]["ignored_files"] = stray + combined["input"]["ignored_files"]
+    combined["input"]["shared_members"] = shared_members(combined["input"]["sources"], kept[0].label if kept else "")
     return combined
 
 
@@ -212,6 +213,8 @@ def summary(report: dict[str, Any]) -> str:
         lines.append(f"warning: group {o['group']} is reported by runs {o['runs'][0]} and {o['runs'][1]} in "
                      f"overlapping time ({timefmt.iso_ms(o['from'])} to {timefmt.iso_ms(o['to'])}): if they are one incident, "
                      f"check them with --merge-runs")
+    for m in inp.get("shared_members", []):
+        lines.append(f"warning: {shared_member_text(m)}")
     if inp["ignored_files"]:
         lines.append("ignored: " + ", ".join(f"{i['path']} ({i['why']})" for i in inp["ignored_files"][:10]))
     counts = report["finding_counts"]

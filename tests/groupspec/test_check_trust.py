@@ -12,6 +12,8 @@ import pytest
 from groupspec.cli import main
 from tests.traces.support import REAL, ev, findings, run, write_jsonl
 
+KAFKA = REAL.parent / "kafka-4.1.1"
+
 COOP = {"protocol": "cooperative", "group": "g"}
 
 
@@ -36,6 +38,33 @@ def test_each_directory_is_a_run_of_its_own(tmp_path: Path, capsys: pytest.Captu
     assert main(["check", *map(str, dirs)]) == 0
     out = capsys.readouterr().out
     assert f"{len(dirs)} runs, checked apart" in out
+
+
+def test_one_member_name_from_several_captures_in_one_run_is_warned(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Two real Kafka 4.1.1 captures whose consumers are both called m1 and m2, under one parent directory:
+    named as the parent, they are one run, and two processes read as one member give violations neither
+    capture has. The check says why; each directory named alone is two clean runs and no warning."""
+    for name in ("java-eager", "broker-restart"):
+        shutil.copytree(KAFKA / name, tmp_path / "captures" / name)
+    parent = tmp_path / "captures"
+    apart = run(sorted(parent.iterdir()))
+    assert apart["verdict"] != "violation" and apart["input"]["shared_members"] == []
+    together = run(parent)
+    assert together["verdict"] == "violation"  # what the warning explains
+    assert together["input"]["shared_members"] == [
+        {"run": str(parent), "directories": [str(parent / "broker-restart"), str(parent / "java-eager")], "members": ["m1", "m2"]}]
+    assert main(["check", str(parent)]) == 1
+    out = capsys.readouterr().out
+    assert "warning: members m1, m2 are read from files of one format in 2 directories" in out
+    # a member's callback trace and its client log in two directories are one consumer: not warned
+    split = tmp_path / "split"
+    for fmt, suffix in (("jsonl", ".jsonl"), ("logs", ".log")):
+        (split / fmt).mkdir(parents=True)
+        for member in ("m1", "m2", "m3"):
+            shutil.copy(KAFKA / "java-eager" / f"{member}{suffix}", split / fmt)
+    shutil.copy(KAFKA / "java-eager" / "server.log", split / "logs")
+    assert run(split)["input"]["shared_members"] == []
 
 
 def test_overlapping_runs_of_one_group_are_warned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
