@@ -282,7 +282,8 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
     """``corpus --from`` refuses a line exactly where ``groupspec check`` does, per reason, with the same first
     locations and words (docs/check.md, "Input that cannot be used"), and counts the events it used as the checker
     counts them (a refused line is none): on every sample and crafted set, among them settings the checker does not
-    accept on a startup, an assignment and a poll, and polls of the wrong shape (crafted.MALFORMED). No Spark."""
+    accept on a startup, an assignment and a poll, and polls, commits and records of the wrong shape (crafted.MALFORMED).
+    No Spark."""
     refused = {}
     for name, path in sample_sets.items():
         doc = corpus.from_traces([str(path)], tmp_path / name, progress=None)
@@ -294,7 +295,8 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
         refused[name] = [e["detail"].split(": ", 1)[1].split(" ")[0] for e in report["skipped_examples"]
                          if e["reason"] == "bad-field"]
     assert {f"crafted-{n}" for n in crafted.MALFORMED} <= {n for n, r in refused.items() if r}
-    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset"} <= \
+    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset",
+            "topic", "offset"} <= \
         {r for names in refused.values() for r in names}, refused
 
 

@@ -301,6 +301,37 @@ def test_a_poll_entry_without_offsets_is_read(tmp_path: Path) -> None:
     assert findings(report) == []
 
 
+# a commit entry of the wrong shape beside a good one (t-0 at 9, past the position 5), and the words the bad-field line
+# says it in
+WRONG_COMMIT_ENTRIES = {
+    "a topic that is no string": ({"topic": 7, "partition": 0, "offset": 5}, "offsets has an entry with a bad topic"),
+    "no topic": ({"partition": 1, "offset": 5}, "offsets has an entry with a bad topic or partition"),
+    "a partition that is a string": ({"topic": "t", "partition": "1", "offset": 5}, "offsets has an entry with a bad"),
+    "a boolean partition": ({"topic": "t", "partition": True, "offset": 5}, "offsets has an entry with a bad topic"),
+    "no partition": ({"topic": "t", "offset": 5}, "offsets has an entry with a bad topic or partition"),
+    "a string offset": ({"topic": "t", "partition": 1, "offset": "5"}, "offset of t-1 is not an integer"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_COMMIT_ENTRIES))
+def test_a_commit_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) -> None:
+    """A commit of t-0 at 9 beside a wrong entry is one bad-field line and nothing else (docs/check.md, "Input that
+    cannot be used"): the reader refuses it before the checker sees it (traces.readers.jsonl.commit_field_error), as
+    ``groupspec corpus --from`` does, so no committed-not-ahead for t-0. The reader used to check only the offset: the
+    checker read a topic 7 as a partition (7, 0) never owned (commit-owned-only), a partition "1" as (t, "1"), a
+    boolean one as t-1 (equal to it), and took t-0 at 9 before a missing topic or partition refused the line."""
+    entry, words = WRONG_COMMIT_ENTRIES[wrong]
+    commit = ev("offsets_committed", 30, success=True, offsets=[{"topic": "t", "partition": 0, "offset": 9}, entry])
+    events = [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4), commit,
+              committed(40, 0, 5), stop(50)]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    [example] = report["input"]["skipped_examples"]
+    assert example["where"].endswith("a.jsonl:5") and example["detail"].startswith(f"offsets_committed: {words}")
+    assert findings(report) == []
+    assert report["input"]["events"] == len(events) - 1
+
+
 @pytest.mark.parametrize("success", [1, 0, "true"])
 def test_a_commit_whose_success_is_no_boolean_is_refused(tmp_path: Path, success: object) -> None:
     """``"success": 1`` equals true but is no boolean (trace-format.md): the reader refuses the commit, as the corpus
@@ -470,6 +501,37 @@ def test_verbose_record_data_followed_by_its_summary_is_one_poll(tmp_path: Path)
               stop(40)],
     })
     assert len(findings(skipping, "monotonic-consumption")) == 1
+
+
+# a record_data of offset 5 of the wrong shape, and the words the bad-field line says it in
+WRONG_RECORDS = {
+    "a topic that is no string": ({"topic": 7, "partition": 0, "offset": 5}, "topic / partition is not"),
+    "a boolean partition": ({"topic": "t", "partition": True, "offset": 5}, "topic / partition is not"),
+    "no partition": ({"topic": "t", "offset": 5}, "topic / partition is not a topic-partition"),
+    "a float offset": ({"topic": "t", "partition": 0, "offset": 5.0}, "offset of t-0 is not an integer"),
+    "a string offset": ({"topic": "t", "partition": 0, "offset": "5"}, "offset of t-0 is not an integer"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_RECORDS))
+def test_a_record_data_of_the_wrong_shape_is_refused(tmp_path: Path, wrong: str) -> None:
+    """VerifiableConsumer.RecordData prints a String topic, an int partition and a long offset: the reader refuses a
+    record_data of another shape (traces.readers.jsonl.record_field_error), as ``groupspec corpus --from`` does, so
+    t-0 is still at 5 when the record of 6 comes (monotonic-consumption) and nothing else is read of it. The checker
+    used to take a topic 7 as a partition (7, 0) and a boolean partition as t-1, neither owned (consume-owned-only),
+    and a float offset as 5 (no skip); it refused a string offset or a missing partition itself, which the corpus
+    wrote as a row and counted as an event."""
+    fields, words = WRONG_RECORDS[wrong]
+    record = ev("record_data", 30, key=None, value="v", **fields)
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), record,
+              ev("record_data", 40, topic="t", partition=0, offset=6, key=None, value="v"), consumed(40, 0, 5, 6),
+              stop(50)]
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    [example] = report["input"]["skipped_examples"]
+    assert example["where"].endswith("a.jsonl:4") and example["detail"].startswith(f"record_data: {words}")
+    assert [(f["invariant"], partitions_of(f)) for f in findings(report)] == [("monotonic-consumption", [("t", 0)])]
+    assert report["input"]["events"] == len(events) - 1
 
 
 # ------------------------------------------------------------------ commits the trace does not show
