@@ -261,6 +261,17 @@ WRONG_ENTRIES = {
 }
 
 
+def _refused_whole(tmp_path: Path, events: list[dict[str, object]], line: int, words: str) -> list[tuple[str, Any]]:
+    """Check member a's ``events``: its line ``line`` is the one bad-field line, in ``words``, and no event; the
+    findings as (invariant, partitions)."""
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    [example] = report["input"]["skipped_examples"]
+    assert example["where"].endswith(f"a.jsonl:{line}") and example["detail"].startswith(words)
+    assert report["input"]["events"] == len(events) - 1
+    return [(f["invariant"], partitions_of(f)) for f in findings(report)]
+
+
 @pytest.mark.parametrize("wrong", sorted(WRONG_ENTRIES))
 def test_a_poll_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) -> None:
     """A poll of t-0 5..9 and a wrong entry for t-1 is one bad-field line and nothing else (docs/check.md, "Input that
@@ -273,12 +284,7 @@ def test_a_poll_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) 
     poll = ev("records_consumed", 30, partitions=[_entry(0, 5, 9), entry])
     events = [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4), poll,
               consumed(40, 0, 10, 12), stop(50)]
-    report = run_events(tmp_path, {"a": events})
-    assert report["input"]["skipped"] == {"bad-field": 1}
-    [example] = report["input"]["skipped_examples"]
-    assert example["where"].endswith("a.jsonl:5") and example["detail"].startswith(f"records_consumed: {words}")
-    assert [(f["invariant"], partitions_of(f)) for f in findings(report)] == [("monotonic-consumption", [("t", 0)])]
-    assert report["input"]["events"] == len(events) - 1
+    assert _refused_whole(tmp_path, events, 5, f"records_consumed: {words}") == [("monotonic-consumption", [("t", 0)])]
 
 
 @pytest.mark.parametrize("partitions", [{"topic": "t", "partition": 0, "minOffset": 5, "maxOffset": 9}, "t-0", None])
@@ -324,12 +330,7 @@ def test_a_commit_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str
     commit = ev("offsets_committed", 30, success=True, offsets=[{"topic": "t", "partition": 0, "offset": 9}, entry])
     events = [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4), commit,
               committed(40, 0, 5), stop(50)]
-    report = run_events(tmp_path, {"a": events})
-    assert report["input"]["skipped"] == {"bad-field": 1}
-    [example] = report["input"]["skipped_examples"]
-    assert example["where"].endswith("a.jsonl:5") and example["detail"].startswith(f"offsets_committed: {words}")
-    assert findings(report) == []
-    assert report["input"]["events"] == len(events) - 1
+    assert _refused_whole(tmp_path, events, 5, f"offsets_committed: {words}") == []
 
 
 @pytest.mark.parametrize("success", [1, 0, "true"])
@@ -526,12 +527,7 @@ def test_a_record_data_of_the_wrong_shape_is_refused(tmp_path: Path, wrong: str)
     events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), record,
               ev("record_data", 40, topic="t", partition=0, offset=6, key=None, value="v"), consumed(40, 0, 5, 6),
               stop(50)]
-    report = run_events(tmp_path, {"a": events})
-    assert report["input"]["skipped"] == {"bad-field": 1}
-    [example] = report["input"]["skipped_examples"]
-    assert example["where"].endswith("a.jsonl:4") and example["detail"].startswith(f"record_data: {words}")
-    assert [(f["invariant"], partitions_of(f)) for f in findings(report)] == [("monotonic-consumption", [("t", 0)])]
-    assert report["input"]["events"] == len(events) - 1
+    assert _refused_whole(tmp_path, events, 4, f"record_data: {words}") == [("monotonic-consumption", [("t", 0)])]
 
 
 # ------------------------------------------------------------------ commits the trace does not show
