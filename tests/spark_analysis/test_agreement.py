@@ -251,13 +251,15 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         == {"no member started a partition with a committed offset (or reset=earliest) known"}
     assert "single-owner" not in {i for i, *_ in trace_notes["crafted-notes-stored-assignment"]}, \
         "a stored assignment is checked on the coordinator's view"
-    # a line naming a setting the checker does not accept is refused whole by both (crafted.MALFORMED): the findings
-    # of each set are the ones of a trace without that line
+    # a line naming a setting the checker does not accept, or a poll, commit or record of the wrong shape, is refused
+    # whole by both (crafted.MALFORMED): the findings of each set are the ones of a trace without that line
     assert {(k[0].split("/")[0], k[1]) for k in expected if k[0].startswith("crafted-malformed-")} == {
         ("crafted-malformed-setting-assign", "consume-owned-only"),
         ("crafted-malformed-setting-startup", "monotonic-consumption"),
         ("crafted-malformed-setting-poll", "monotonic-consumption"),
-        ("crafted-malformed-poll", "monotonic-consumption")}
+        ("crafted-malformed-poll", "monotonic-consumption"),
+        ("crafted-malformed-commit", "no-gap"),
+        ("crafted-malformed-record-data", "monotonic-consumption")}
     assert sorted(k[3] for k in expected if k[0].startswith("crafted-malformed-poll/")) == [["a"], ["b"]]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
