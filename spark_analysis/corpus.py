@@ -39,7 +39,7 @@ from traces.detect import plan as make_plan
 from traces.merge import merged
 from traces.readers import JSONL_FORMATS
 from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
-from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
+from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS, MemberContext
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
                 "fail_coordinator")
@@ -263,33 +263,34 @@ class _Context:
     assigned_gen: int | None = None
     complete_revoked: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
-    def update(self, event: dict[str, Any], source: str) -> None:
+    def update(self, event: dict[str, Any], ctx: MemberContext, source: str) -> None:
+        """Take in one member event; ``ctx``: its context fields as ``refuse_bad_context`` parsed and accepted them
+        (as ``Checker._context`` reads them: never parsed a second time)."""
         if event["name"] == "startup_complete":
             self.member_id = None  # Checker._startup: a new process has no member id yet
             self.generation = None  # ... nor a generation, in any file, nor revoke-only-moved's memory
             self.file_generations.clear()
             self.assigned_gen = None
             self.complete_revoked.clear()
-        gen = int_field(event, "generation")  # from_traces checked it is one
+        gen = ctx.generation
         if gen is not None:
             self.generation = gen
             if gen >= 0:
                 self.file_generations[source] = gen
-        sub = event.get("subscription")
-        if isinstance(sub, list) and all(isinstance(t, str) for t in sub):
-            self.subscription = sub
+        if ctx.subscription is not None:
+            self.subscription = ctx.subscription
         if event.get("protocol") in PROTOCOLS:
             self.protocol = event["protocol"]
         assignor = event.get("assignor")
         if self.assignor is None and assignor in COOPERATIVE_ASSIGNORS | EAGER_ASSIGNORS:
             self.assignor = assignor
-        member_id = event.get("member_id")
-        if isinstance(member_id, str) and member_id:
-            self.member_id = member_id
-        # the offset configuration, each field's last value the checker accepts (its own tests: OFFSET_CONFIG)
-        for key, (valid, _) in OFFSET_CONFIG.items():
-            if valid(event.get(key)):
-                self.offset_config[key] = event[key]
+        if ctx.member_id:  # an empty one names none (Checker._context)
+            self.member_id = ctx.member_id
+        # the offset configuration, each field's last value: refuse_bad_context accepted any it names (OFFSET_CONFIG)
+        for key, value in (("auto_offset_reset", ctx.auto_offset_reset), ("enable_auto_commit", ctx.enable_auto_commit),
+                           ("auto_commit_interval_ms", ctx.auto_commit_interval_ms)):
+            if value is not None:
+                self.offset_config[key] = value
 
     def carried(self, event: dict[str, Any]) -> dict[str, Any]:
         """``event`` with the context it does not name itself filled in (see :class:`_MemberGroups`)."""
@@ -373,12 +374,13 @@ class _MemberGroups:
     context: dict[str, _Context] = field(default_factory=dict)
     carrying: set[str] = field(default_factory=set)  # members moved whose context no row the job reads carries yet
 
-    def place(self, member: str, event: dict[str, Any], superseded: bool, file_group: str | None = None,
-              source: str = "") -> tuple[str, dict[str, Any], Moved | None]:
+    def place(self, member: str, event: dict[str, Any], ctx: MemberContext, superseded: bool,
+              file_group: str | None = None, source: str = "") -> tuple[str, dict[str, Any], Moved | None]:
         """The event's group, the event as the corpus writes it (with the context a move carries), and its move
-        columns (:mod:`spark_analysis.layout`; None when all are null); ``file_group``: the group of its file's
-        events that name none (a callback trace paired with its client log, ``Source.group``), as the checker's
-        ``_member`` takes it; ``source``: its file's label (the checker's per-file generations)."""
+        columns (:mod:`spark_analysis.layout`; None when all are null); ``ctx``: its context fields as
+        ``refuse_bad_context`` returned them; ``file_group``: the group of its file's events that name none (a
+        callback trace paired with its client log, ``Source.group``), as the checker's ``_member`` takes it;
+        ``source``: its file's label (the checker's per-file generations)."""
         named = event.get("group")
         named = named if isinstance(named, str) else file_group
         current = self.of.get(member)
@@ -402,7 +404,7 @@ class _MemberGroups:
                 self.carrying.discard(member)
         else:
             written = event
-        context.update(event, source)
+        context.update(event, ctx, source)
         if name in ("startup_complete", "shutdown_complete"):
             owned.clear()
         elif ownership and not superseded:
@@ -447,28 +449,30 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     for seq, (_ts, src, _s, line, event) in enumerate(merged(plan.sources, stats), start=1):
         source = plan.sources[src]
         name = event["name"]
-        member = None
+        member = ctx = None
         try:
             if not name.startswith("coordinator_"):
                 member = event.get("member") or source.member
                 if not isinstance(member, str):
                     raise BadField(f"member is not a string: {member!r:.40}")
                 # the checker refuses these before it changes anything of the member (Checker._member): a
-                # malformed setting is a bad-field line on both sides, never a row the job reads
-                refuse_bad_context(event)
+                # malformed setting is a bad-field line on both sides, never a row the job reads; what it parsed
+                # (the generation among it) is what _MemberGroups reads
+                ctx = refuse_bad_context(event)
+            else:
+                int_field(event, "generation")
             if name in ("partitions_assigned", "partitions_revoked", "partitions_lost"):
                 partitions_field(event)
-            int_field(event, "generation")
         except BadField as exc:
             stats.skip(source, line, BAD_FIELD, f"{name}: {exc}")
             continue
         jsonl = source.format in jsonl_formats
         callback = member in plan.callback_members
         moved = None
-        if member is None:
+        if member is None or ctx is None:
             group = event.get("group") if isinstance(event.get("group"), str) else default_group
         else:
-            group, event, moved = groups.place(member, event, superseded=callback and not jsonl,
+            group, event, moved = groups.place(member, event, ctx, superseded=callback and not jsonl,
                                                file_group=source.group, source=labels[src])
             if moved is not None and moved[0] is not None:
                 moved = (group_prefix + moved[0], *moved[1:])

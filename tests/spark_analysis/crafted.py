@@ -261,10 +261,10 @@ NOTES: dict[str, dict[str, list[dict[str, Any]]]] = {
               ev("partitions_assigned", 103, parts=[1], generation=2), _stop(310)]},
 }
 
-# Lines whose offset settings the checker does not accept (traces.delivery.OFFSET_CONFIG), and polls of the wrong shape:
-# each is one bad-field line on both sides and nothing else (Checker._member, or the reader for a poll, refuses it before
-# it changes the member; corpus --from does not write it), so the finding each set makes shows the line was refused
-# whole
+# Lines whose offset settings the checker does not accept (traces.delivery.OFFSET_CONFIG), and polls, commits and
+# records of the wrong shape: each is one bad-field line on both sides and nothing else (Checker._member, or the reader
+# for a poll, commit or record, refuses it before it changes the member; corpus --from does not write it), so the
+# finding each set makes shows the line was refused whole
 MALFORMED: dict[str, dict[str, list[dict[str, Any]]]] = {
     # a's assignment of t-0 names a reset policy of no Kafka client ("smallest" is the old Scala consumer's): a never
     # owned t-0, so its poll is consume-owned-only, and b's assignment overlaps nothing (a row the job read would
@@ -300,6 +300,28 @@ MALFORMED: dict[str, dict[str, list[dict[str, Any]]]] = {
         "b": [_start(), ev("partitions_assigned", 10, parts=[2]), consumed(20, 2, 0, 4),
               ev("records_consumed", 30, partitions=[{"topic": "t", "partition": 2, "minOffset": 5, "maxOffset": 3}]),
               consumed(40, 2, 4, 9), _stop(50)]},
+    # a commit with an entry of topic 7 beside a's t-0 at 9 (past its position 5), refused whole by the reader
+    # (traces.readers.jsonl.commit_field_error): t-0's committed offset stays 5, so b, assigned t-0 after a let it go,
+    # starts at 9 past it (no-gap). Taken, it was committed-not-ahead for t-0 on both sides, commit-owned-only of
+    # (7, 0) for the checker alone (the corpus wrote topic null), and no no-gap
+    "malformed-commit": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 4), committed(21, 0, 5),
+              ev("offsets_committed", 30, success=True, offsets=[{"topic": "t", "partition": 0, "offset": 9},
+                                                                 {"topic": 7, "partition": 0, "offset": 5}]),
+              ev("partitions_revoked", 40, parts=[0]), _stop(45)],
+        "b": [_start(41), ev("partitions_assigned", 50, parts=[0]), consumed(60, 0, 9, 12), _stop(70)]},
+    # VerifiableConsumer --verbose records of the wrong shape (traces.readers.jsonl.record_field_error), each refused
+    # by the reader before either side sees it: a's record of t-0 at 5.0 (taken as 5 by both before), so its record
+    # of 6 skips 5 (monotonic-consumption; none before), one of topic 7 (the checker's consume-owned-only of (7, 0)
+    # before, the corpus's row with topic null) and one of t-0 at "6" (the checker refused it, the corpus wrote it
+    # and counted it an event)
+    "malformed-record-data": {
+        "a": [_start(), ev("partitions_assigned", 10, parts=[0]), consumed(20, 0, 0, 4),
+              ev("record_data", 30, topic="t", partition=0, offset=5.0, key=None, value="v"),
+              ev("record_data", 31, topic=7, partition=0, offset=5, key=None, value="v"),
+              ev("record_data", 32, topic="t", partition=0, offset="6", key=None, value="v"),
+              ev("record_data", 33, topic="t", partition=0, offset=6, key=None, value="v"),
+              consumed(33, 0, 5, 6), _stop(50)]},
 }
 
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {

@@ -251,13 +251,15 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         == {"no member started a partition with a committed offset (or reset=earliest) known"}
     assert "single-owner" not in {i for i, *_ in trace_notes["crafted-notes-stored-assignment"]}, \
         "a stored assignment is checked on the coordinator's view"
-    # a line naming a setting the checker does not accept is refused whole by both (crafted.MALFORMED): the findings
-    # of each set are the ones of a trace without that line
+    # a line naming a setting the checker does not accept, or a poll, commit or record of the wrong shape, is refused
+    # whole by both (crafted.MALFORMED): the findings of each set are the ones of a trace without that line
     assert {(k[0].split("/")[0], k[1]) for k in expected if k[0].startswith("crafted-malformed-")} == {
         ("crafted-malformed-setting-assign", "consume-owned-only"),
         ("crafted-malformed-setting-startup", "monotonic-consumption"),
         ("crafted-malformed-setting-poll", "monotonic-consumption"),
-        ("crafted-malformed-poll", "monotonic-consumption")}
+        ("crafted-malformed-poll", "monotonic-consumption"),
+        ("crafted-malformed-commit", "no-gap"),
+        ("crafted-malformed-record-data", "monotonic-consumption")}
     assert sorted(k[3] for k in expected if k[0].startswith("crafted-malformed-poll/")) == [["a"], ["b"]]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
@@ -282,7 +284,8 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
     """``corpus --from`` refuses a line exactly where ``groupspec check`` does, per reason, with the same first
     locations and words (docs/check.md, "Input that cannot be used"), and counts the events it used as the checker
     counts them (a refused line is none): on every sample and crafted set, among them settings the checker does not
-    accept on a startup, an assignment and a poll, and polls of the wrong shape (crafted.MALFORMED). No Spark."""
+    accept on a startup, an assignment and a poll, and polls, commits and records of the wrong shape (crafted.MALFORMED).
+    No Spark."""
     refused = {}
     for name, path in sample_sets.items():
         doc = corpus.from_traces([str(path)], tmp_path / name, progress=None)
@@ -294,7 +297,8 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
         refused[name] = [e["detail"].split(": ", 1)[1].split(" ")[0] for e in report["skipped_examples"]
                          if e["reason"] == "bad-field"]
     assert {f"crafted-{n}" for n in crafted.MALFORMED} <= {n for n, r in refused.items() if r}
-    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset"} <= \
+    assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset",
+            "topic", "offset"} <= \
         {r for names in refused.values() for r in names}, refused
 
 

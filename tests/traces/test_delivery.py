@@ -261,6 +261,17 @@ WRONG_ENTRIES = {
 }
 
 
+def _refused_whole(tmp_path: Path, events: list[dict[str, object]], line: int, words: str) -> list[tuple[str, Any]]:
+    """Check member a's ``events``: its line ``line`` is the one bad-field line, in ``words``, and no event; the
+    findings as (invariant, partitions)."""
+    report = run_events(tmp_path, {"a": events})
+    assert report["input"]["skipped"] == {"bad-field": 1}
+    [example] = report["input"]["skipped_examples"]
+    assert example["where"].endswith(f"a.jsonl:{line}") and example["detail"].startswith(words)
+    assert report["input"]["events"] == len(events) - 1
+    return [(f["invariant"], partitions_of(f)) for f in findings(report)]
+
+
 @pytest.mark.parametrize("wrong", sorted(WRONG_ENTRIES))
 def test_a_poll_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) -> None:
     """A poll of t-0 5..9 and a wrong entry for t-1 is one bad-field line and nothing else (docs/check.md, "Input that
@@ -273,12 +284,7 @@ def test_a_poll_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) 
     poll = ev("records_consumed", 30, partitions=[_entry(0, 5, 9), entry])
     events = [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4), poll,
               consumed(40, 0, 10, 12), stop(50)]
-    report = run_events(tmp_path, {"a": events})
-    assert report["input"]["skipped"] == {"bad-field": 1}
-    [example] = report["input"]["skipped_examples"]
-    assert example["where"].endswith("a.jsonl:5") and example["detail"].startswith(f"records_consumed: {words}")
-    assert [(f["invariant"], partitions_of(f)) for f in findings(report)] == [("monotonic-consumption", [("t", 0)])]
-    assert report["input"]["events"] == len(events) - 1
+    assert _refused_whole(tmp_path, events, 5, f"records_consumed: {words}") == [("monotonic-consumption", [("t", 0)])]
 
 
 @pytest.mark.parametrize("partitions", [{"topic": "t", "partition": 0, "minOffset": 5, "maxOffset": 9}, "t-0", None])
@@ -299,6 +305,32 @@ def test_a_poll_entry_without_offsets_is_read(tmp_path: Path) -> None:
                                          consumed(40, 0, 9, 12), stop(50)]})
     assert report["input"]["skipped"] == {}
     assert findings(report) == []
+
+
+# a commit entry of the wrong shape beside a good one (t-0 at 9, past the position 5), and the words the bad-field line
+# says it in
+WRONG_COMMIT_ENTRIES = {
+    "a topic that is no string": ({"topic": 7, "partition": 0, "offset": 5}, "offsets has an entry with a bad topic"),
+    "no topic": ({"partition": 1, "offset": 5}, "offsets has an entry with a bad topic or partition"),
+    "a partition that is a string": ({"topic": "t", "partition": "1", "offset": 5}, "offsets has an entry with a bad"),
+    "a boolean partition": ({"topic": "t", "partition": True, "offset": 5}, "offsets has an entry with a bad topic"),
+    "no partition": ({"topic": "t", "offset": 5}, "offsets has an entry with a bad topic or partition"),
+    "a string offset": ({"topic": "t", "partition": 1, "offset": "5"}, "offset of t-1 is not an integer"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_COMMIT_ENTRIES))
+def test_a_commit_with_a_wrong_entry_is_refused_whole(tmp_path: Path, wrong: str) -> None:
+    """A commit of t-0 at 9 beside a wrong entry is one bad-field line and nothing else (docs/check.md, "Input that
+    cannot be used"): the reader refuses it before the checker sees it (traces.readers.jsonl.commit_field_error), as
+    ``groupspec corpus --from`` does, so no committed-not-ahead for t-0. The reader used to check only the offset: the
+    checker read a topic 7 as a partition (7, 0) never owned (commit-owned-only), a partition "1" as (t, "1"), a
+    boolean one as t-1 (equal to it), and took t-0 at 9 before a missing topic or partition refused the line."""
+    entry, words = WRONG_COMMIT_ENTRIES[wrong]
+    commit = ev("offsets_committed", 30, success=True, offsets=[{"topic": "t", "partition": 0, "offset": 9}, entry])
+    events = [start(), assigned(10, 0, 1), consumed(20, 0, 0, 4), consumed(21, 1, 0, 4), commit,
+              committed(40, 0, 5), stop(50)]
+    assert _refused_whole(tmp_path, events, 5, f"offsets_committed: {words}") == []
 
 
 @pytest.mark.parametrize("success", [1, 0, "true"])
@@ -470,6 +502,32 @@ def test_verbose_record_data_followed_by_its_summary_is_one_poll(tmp_path: Path)
               stop(40)],
     })
     assert len(findings(skipping, "monotonic-consumption")) == 1
+
+
+# a record_data of offset 5 of the wrong shape, and the words the bad-field line says it in
+WRONG_RECORDS = {
+    "a topic that is no string": ({"topic": 7, "partition": 0, "offset": 5}, "topic / partition is not"),
+    "a boolean partition": ({"topic": "t", "partition": True, "offset": 5}, "topic / partition is not"),
+    "no partition": ({"topic": "t", "offset": 5}, "topic / partition is not a topic-partition"),
+    "a float offset": ({"topic": "t", "partition": 0, "offset": 5.0}, "offset of t-0 is not an integer"),
+    "a string offset": ({"topic": "t", "partition": 0, "offset": "5"}, "offset of t-0 is not an integer"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_RECORDS))
+def test_a_record_data_of_the_wrong_shape_is_refused(tmp_path: Path, wrong: str) -> None:
+    """VerifiableConsumer.RecordData prints a String topic, an int partition and a long offset: the reader refuses a
+    record_data of another shape (traces.readers.jsonl.record_field_error), as ``groupspec corpus --from`` does, so
+    t-0 is still at 5 when the record of 6 comes (monotonic-consumption) and nothing else is read of it. The checker
+    used to take a topic 7 as a partition (7, 0) and a boolean partition as t-1, neither owned (consume-owned-only),
+    and a float offset as 5 (no skip); it refused a string offset or a missing partition itself, which the corpus
+    wrote as a row and counted as an event."""
+    fields, words = WRONG_RECORDS[wrong]
+    record = ev("record_data", 30, key=None, value="v", **fields)
+    events = [start(), assigned(10, 0), consumed(20, 0, 0, 4), record,
+              ev("record_data", 40, topic="t", partition=0, offset=6, key=None, value="v"), consumed(40, 0, 5, 6),
+              stop(50)]
+    assert _refused_whole(tmp_path, events, 4, f"record_data: {words}") == [("monotonic-consumption", [("t", 0)])]
 
 
 # ------------------------------------------------------------------ commits the trace does not show

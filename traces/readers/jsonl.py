@@ -19,7 +19,9 @@ One reader for three producers of the same shape (docs/design.md, "Formats" 2):
   conformance drivers write it.
 
 The hot path is one ``orjson.loads`` per line (``json.loads`` if orjson is missing) and three
-checks; everything else about an event is checked where it is used.
+checks, and the shape of the events whose fields both ``groupspec check`` and ``groupspec corpus
+--from`` read (a poll, a commit, a ``record_data``), refused whole here so that neither reads one by
+half; everything else about an event is checked where it is used.
 """
 
 from __future__ import annotations
@@ -99,10 +101,13 @@ def commit_field_error(obj: dict[str, Any]) -> str | None:
     """What is wrong with an ``offsets_committed`` event's fields (docs/trace-format.md), or None.
 
     ``offsets`` is a list of ``{"topic", "partition", "offset"}`` with a string topic and integer
-    partition and offset (``"offset": "ten"`` is no commit of anything); ``success`` is true or false.
-    Checked here, before the checker counts the commit, so ``--strict`` refuses it. Half of a
-    consumer's events are commits: :func:`read` inlines the common case (every offset an integer,
-    ``success`` a boolean) and calls this only when it fails, to name what is wrong.
+    partition and offset (``"offset": "ten"`` is no commit of anything; VerifiableConsumer's
+    ``CommitData``: a String topic, an int partition, a long offset); ``success`` is true or false.
+    Checked here, before the checker counts the commit, so ``--strict`` refuses it and a wrong entry
+    refuses the whole commit on both sides (``groupspec check`` and ``groupspec corpus --from``). Half
+    of a consumer's events are commits: :func:`read` inlines the common case (every entry's topic a
+    string, partition and offset integers, ``success`` a boolean) and calls this only when it fails, to
+    name what is wrong.
     """
     offsets = obj.get(K_OFFSETS, ())
     if type(offsets) is list:
@@ -167,6 +172,29 @@ def poll_field_error(obj: dict[str, Any]) -> str | None:
     return None
 
 
+def record_field_error(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a ``record_data`` event's fields (docs/trace-format.md), or None.
+
+    VerifiableConsumer ``--verbose`` prints one per record it consumed (``VerifiableConsumer.RecordData``: a String
+    ``topic``, an int ``partition``, a long ``offset``, beside the record's ``key`` and ``value``, which nothing
+    reads). The checker takes it as a poll of that one offset (``Checker._record_data``) and ``groupspec corpus
+    --from`` writes it as a row: checked here, before either side sees it, so one of the wrong shape is a
+    ``bad-field`` line on both and an event of neither (a topic 7 would be a partition (7, 0) to the checker and a
+    row with topic null to the corpus; a float offset a position both truncated).
+    """
+    topic, partition, offset = obj.get("topic"), obj.get("partition"), obj.get("offset")
+    if not isinstance(topic, str) or type(partition) is not int:
+        return f"topic / partition is not a topic-partition: {topic!r:.40}, {partition!r:.20}"
+    if type(offset) is not int:
+        return f"offset of {topic}-{partition} is not an integer: {offset!r:.40}"
+    return None
+
+
+# the events whose fields the reader checks, by name: what names the first thing wrong with one
+FIELD_ERRORS: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    ev.RECORDS_CONSUMED: poll_field_error, ev.OFFSETS_COMMITTED: commit_field_error, ev.RECORD_DATA: record_field_error}
+
+
 def nesting_detail(exc: Exception, raw: bytes) -> str:
     """What a bad line's example says: "nested too deeply" (as ``groupspec assign`` says it) or its start."""
     if isinstance(exc, RecursionError) or "depth limit" in str(exc) or "recursion" in str(exc).lower():
@@ -206,6 +234,7 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     k_partitions, k_min_offset, k_max_offset, k_topic, k_partition = (
         K_PARTITIONS, K_MIN_OFFSET, K_MAX_OFFSET, K_TOPIC, K_PARTITION)
     list_type, str_type = list, str
+    recorded, field_errors = ev.RECORD_DATA, FIELD_ERRORS
     src = source.index
     n = 0
     dropped = 0  # blank and bad lines
@@ -240,9 +269,10 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                         valid = type(offsets) is list_type and (success is True or success is False)
                         if valid:
                             for item in offsets:
-                                # the offset is what the checker counts; topic and partition it checks where it uses
-                                # them
-                                if type(item[k_offset]) is not int_type:
+                                # the whole entry, as for polls: a topic 7 would be a partition (7, 0) to the checker
+                                # (never owned: commit-owned-only) and a row with topic null to corpus --from
+                                if type(item[k_offset]) is not int_type or type(item[k_topic]) is not str_type \
+                                        or type(item[k_partition]) is not int_type:
                                     valid = False
                                     break
                     except (KeyError, TypeError):
@@ -252,10 +282,10 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
                     stats.skip(source, n, UNKNOWN_EVENT if isinstance(name, str) else MISSING_NAME, preview(raw))
                     continue
                 else:
-                    valid = True
+                    valid = name != recorded  # a record_data (verbose output only) is checked by record_field_error
                 if not valid:
-                    bad = (poll_field_error if name == consumed else commit_field_error)(obj)
-                    # the whole poll or commit is refused: half a poll moves positions by half, half a commit is none
+                    bad = field_errors[name](obj)
+                    # the whole event is refused: half a poll moves positions by half, half a commit is none
                     if bad is not None:
                         dropped += 1
                         stats.skip(source, n, BAD_FIELD, f"{name}: {bad}")
