@@ -38,6 +38,8 @@ from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
 from traces.merge import merged
 from traces.readers import JSONL_FORMATS
+from traces.runs import shared_member_text, shared_members
+from traces.runs import split as split_runs
 from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
 from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS, MemberContext
 
@@ -417,18 +419,66 @@ class _MemberGroups:
         return current[0], written, moved
 
 
+def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
+              naive_offset_ms: int | None = None, progress: Progress | None = stderr_progress,
+              merge: bool = False) -> dict[str, Any]:
+    """What ``groupspec corpus --from`` writes: the runs ``groupspec check`` would check apart, in one corpus.
+
+    Each directory named is a run of its own, and the files named together one more (:mod:`traces.runs`), as
+    the checker splits them: with more than one run, every group is named ``GROUP @ RUN`` (the name the checker's
+    combined report gives it), so two captures that both call their group ``orders-group`` stay two groups
+    whose members never meet. One run is written as :func:`from_traces` writes it. ``input.json`` sums the runs
+    and lists them (``runs``); ``merge`` makes every path one run (``--merge-runs``). Raises
+    :class:`traces.schema.TraceInputError` for input that cannot be used.
+    """
+    runs = split_runs(list(paths), merge)
+    if len(runs) == 1:
+        doc = from_traces(paths, out, fmt=fmt, default_group=default_group, naive_offset_ms=naive_offset_ms,
+                          progress=progress, run_label=runs[0].label)
+        doc["runs"] = [{"run": runs[0].label, "paths": list(paths), "events": doc["events"]}]
+        _write_input(out, doc)
+        return doc
+    docs = []
+    part = 0
+    for run in runs:
+        if progress:
+            progress(f"corpus: run {run.label}")
+        doc = from_traces(run.paths, out, fmt=fmt, default_group=default_group, naive_offset_ms=naive_offset_ms,
+                          progress=progress, group_suffix=f" @ {run.label}", first_part=part,
+                          strays_ignored=run.loose, run_label=run.label)
+        part += doc["parts"]
+        docs.append((run, doc))
+    skipped: Counter[str] = Counter()
+    for _, doc in docs:
+        skipped.update(doc["skipped"])
+    sources = [dict(s, run=run.label) for run, doc in docs for s in doc["sources"]]
+    combined = {
+        "events": sum(doc["events"] for _, doc in docs), "lines": sum(doc["lines"] for _, doc in docs),
+        "files": sum(doc["files"] for _, doc in docs), "skipped": dict(sorted(skipped.items())),
+        "skipped_per_file": {k: v for _, doc in docs for k, v in doc["skipped_per_file"].items()},
+        "skipped_examples": [e for _, doc in docs for e in doc["skipped_examples"]][:50],
+        "ignored_files": [f for _, doc in docs for f in doc["ignored_files"]],
+        "callback_members": sorted({m for _, doc in docs for m in doc["callback_members"]}), "parts": part,
+        "sources": sources, "shared_members": shared_members(sources),
+        "runs": [{"run": run.label, "paths": list(run.paths), "events": doc["events"]} for run, doc in docs]}
+    _write_input(out, combined)
+    return combined
+
+
 def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
                 naive_offset_ms: int | None = None, progress: Progress | None = stderr_progress,
-                group_prefix: str = "", first_part: int = 0) -> dict[str, Any]:
-    """Read trace files / folders the way ``groupspec check`` does and write them as a corpus.
+                group_prefix: str = "", group_suffix: str = "", first_part: int = 0,
+                strays_ignored: bool = False, run_label: str = "") -> dict[str, Any]:
+    """Read trace files / folders the way ``groupspec check`` reads one run and write them as a corpus.
 
-    ``group_prefix`` and ``first_part`` let several trace sets share one corpus directory (each set's
-    groups named apart, its part files numbered from ``first_part``); the input.json written is
-    this set's.
+    ``group_prefix`` / ``group_suffix`` and ``first_part`` let several trace sets share one corpus directory
+    (each set's groups named apart, its part files numbered from ``first_part``); the input.json written is
+    this set's. ``strays_ignored`` as :func:`traces.detect.plan` (files named beside directories); ``run_label``:
+    how input.json's ``shared_members`` names the run.
 
     Raises :class:`traces.schema.TraceInputError` for input that cannot be used at all.
     """
-    plan = make_plan(list(paths), fmt, naive_offset_ms)
+    plan = make_plan(list(paths), fmt, naive_offset_ms, strays_ignored=strays_ignored)
     stats = InputStats(max_examples=50)
     per_file: dict[str, Counter[str]] = {}
     labels = [s.label for s in plan.sources]
@@ -445,6 +495,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     jsonl_formats = frozenset(JSONL_FORMATS)
     part = first_part
     events = 0
+    per_source: Counter[int] = Counter()
     started = time.monotonic()
     for seq, (_ts, src, _s, line, event) in enumerate(merged(plan.sources, stats), start=1):
         source = plan.sources[src]
@@ -475,11 +526,12 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
             group, event, moved = groups.place(member, event, ctx, superseded=callback and not jsonl,
                                                file_group=source.group, source=labels[src])
             if moved is not None and moved[0] is not None:
-                moved = (group_prefix + moved[0], *moved[1:])
-        cols.add_event(event, group=group_prefix + group, member=member, seq=seq, source=labels[src], line=line,
+                moved = (group_prefix + moved[0] + group_suffix, *moved[1:])
+        cols.add_event(event, group=group_prefix + group + group_suffix, member=member, seq=seq, source=labels[src], line=line,
                        jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown,
                        moved=moved)
         events += 1
+        per_source[src] += 1
         if len(cols) >= ROWS_PER_PART:
             write_part(cols.table(), out, part)
             part += 1
@@ -493,11 +545,16 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
            "skipped_per_file": {k: dict(v) for k, v in sorted(per_file.items())},
            "skipped_examples": stats.examples, "ignored_files": plan.ignored,
            "callback_members": sorted(plan.callback_members), "parts": part - first_part,
-           "sources": [{"path": s.label, "format": s.format, "member": s.member} for s in plan.sources]}
+           "sources": [{"path": s.label, "format": s.format, "member": s.member, "events": per_source[s.index]}
+                       for s in plan.sources]}
+    # as groupspec check warns: one member name from several captures is one consumer to the job too
+    doc["shared_members"] = shared_members(doc["sources"], run_label)
     _write_input(out, doc)
     if progress:
         progress(f"corpus: {events:,} events from {len(plan.sources)} file(s), "
                  f"{stats.skipped_total} line(s) skipped, {time.monotonic() - started:.1f} s")
+        for shared in doc["shared_members"]:
+            progress(f"corpus: warning: {shared_member_text(shared)}")
     return doc
 
 

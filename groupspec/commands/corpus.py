@@ -60,6 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="with --groups: the seed (default 0)")
     parser.add_argument("--workers", type=_count, default=None, metavar="N",
                         help="with --groups: worker processes (default: one per core)")
+    parser.add_argument("--merge-runs", action="store_true",
+                        help="with --from: every path one run (as groupspec check --merge-runs); by default each "
+                             "directory is a run of its own and its groups are written as GROUP @ DIRECTORY")
     parser.add_argument("--group", default="default", metavar="NAME",
                         help="with --from: the group of events that name none (as groupspec check --group)")
 
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         from traces.schema import TraceInputError
 
         try:
-            corpus.from_traces(args.paths, args.out, default_group=args.group)
+            corpus.from_runs(args.paths, args.out, default_group=args.group, merge=args.merge_runs)
         except TraceInputError as exc:
             raise InputError(str(exc)) from None
         return EXIT_OK

@@ -11,7 +11,7 @@ import pytest
 
 from groupspec.cli import main
 from spark_analysis import session
-from tests.traces.support import consumed, ev, write_jsonl
+from tests.traces.support import REAL, consumed, ev, write_jsonl
 from tests.traces.support import run as check_paths
 
 
@@ -114,3 +114,43 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
     assert (out / "mine.md").read_text().startswith("# groupspec mine")
+
+
+def test_corpus_merge_runs_writes_every_path_as_one_run(tmp_path: Path) -> None:
+    dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
+    for merge, runs in ((["--merge-runs"], 1), ([], 2)):
+        out = tmp_path / f"corpus-{runs}"
+        assert main(["corpus", "--from", *dirs, *merge, "--out", str(out)]) == 0
+        info = json.loads((out / "input.json").read_text())
+        assert len(info["runs"]) == runs
+        groups = set(pq.read_table(out / "events").column("group").to_pylist())
+        assert groups == ({"orders-group"} if merge else {f"orders-group @ {d}" for d in dirs})
+        # as one run, the captures' consumers c1, c2, ... are one member each: said, as check says it
+        assert bool(info["shared_members"]) == bool(merge)
+
+
+def test_several_captures_are_runs_kept_apart_as_check_keeps_them(spark: Any, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Five real captures (five clients against the mock coordinator) that all call their group orders-group and
+    their consumers c1, c2, ...: `groupspec check` checks each directory named as a run of its own and finds no
+    violation. `corpus --from` with the same arguments writes them as the same runs (``orders-group @ DIR``), and
+    `mine` finds what check finds, warnings included. (Written as one run, they made 29 false violations.)"""
+    dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())
+    corpus_dir, out = tmp_path / "corpus", tmp_path / "mined"
+    assert main(["corpus", "--from", *dirs, "--out", str(corpus_dir)]) == 0
+    info = json.loads((corpus_dir / "input.json").read_text())
+    checked = check_paths([Path(d) for d in dirs])
+    assert [r["run"] for r in info["runs"]] == [r["run"] for r in checked["input"]["runs"]] == dirs
+    assert info["events"] == checked["input"]["events"]
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir), "--out", str(out), "--json"]) == 0
+    mined = json.loads(capsys.readouterr().out)
+
+    def key(f: dict[str, Any]) -> tuple[Any, ...]:
+        return (f["group"], f["invariant"], tuple(f["members"]),
+                tuple((p["topic"], p["partition"]) for p in f["partitions"]), tuple(f["window"]))
+
+    assert not mined["violations"]
+    assert sorted(map(key, mined["warnings"])) == sorted(key(f) for f in checked["findings"])
+    assert {f["group"] for f in mined["warnings"]} <= {f"orders-group @ {d}" for d in dirs}
+    assert mined["warnings"], "the captures hold zombie warnings: equal empty lists would prove nothing"
