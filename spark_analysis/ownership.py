@@ -164,9 +164,9 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     rows = (rows
             .withColumn("is_new", has_tp & (name == ASSIGNED) & ~F.col("owned_before"))
             .withColumn("is_release", name.isin(REVOKED, LOST) & F.col("owned_before")))
-    # Spark prunes each of these after the last Window operator that reads it (the optimizer's column pruning
-    # pushes a projection below every Window whose functions do not need them): the third pass's sort, its
-    # output and the cache go without them
+    # Spark's column pruning pushes this drop below every Window operator that does not read the column: protocol,
+    # assignor and auto_offset_reset go before the first sort (the projection feeding it computes what the windows
+    # read of them), reason after the first Window operator; the later sort, outputs and the cache go without them
     return rows.drop(*STATE_ONLY)
 
 
