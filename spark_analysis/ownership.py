@@ -47,6 +47,15 @@ OWNERSHIP = (ASSIGNED, REVOKED, LOST)
 EOF_SEQ = 1 << 62  # the end of an interval still open when its member's trace ended
 UNB = Window.unboundedPreceding
 UNF = Window.unboundedFollowing
+# The corpus columns that no reader of the member rows uses: coordinator-side fields (a member event has none of
+# state, detail, members, member_count), a static member's instance id (read from the coordinator's events) and the
+# records a poll counted (the positions are minOffset / maxOffset). Taken from the plans of every frame of
+# ``mine.plan``: the columns its scans of the member rows' cache read (tests/spark_analysis/test_member_rows.py holds
+# the two lists to them). Every column a row carries is copied into each of member_rows' sorts, out of each of its
+# Window operators and into the cache: at 1M, copying rows and building the cache were half its task time.
+NOT_READ = ("instance_id", "count", "state", "detail", "members", "member_count")
+# Read by member_rows' own windows (proto, policy, ends_life), by no reader after them: dropped after the last.
+STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
 
 
 def where(source: str = "source", line: str = "line") -> Column:
@@ -130,7 +139,7 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     kept = ~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback"))
     last = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("source").alias("source"))) \
         .over(wm.rowsBetween(UNB, UNF))
-    rows = events.filter(F.col("member").isNotNull()).withColumns({
+    rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumns({
         "member_last": last,
         "inc": F.sum((name == STARTUP).cast("int")).over(upto),
         "mid_ff": in_inc(F.when(F.col("member_id") != "", F.col("member_id"))),
@@ -155,7 +164,10 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     rows = (rows
             .withColumn("is_new", has_tp & (name == ASSIGNED) & ~F.col("owned_before"))
             .withColumn("is_release", name.isin(REVOKED, LOST) & F.col("owned_before")))
-    return rows
+    # Spark's column pruning pushes this drop below every Window operator that does not read the column: protocol,
+    # assignor and auto_offset_reset go before the first sort (the projection feeding it computes what the windows
+    # read of them), reason after the first Window operator; the later sort, outputs and the cache go without them
+    return rows.drop(*STATE_ONLY)
 
 
 def intervals(rows: DataFrame) -> DataFrame:
