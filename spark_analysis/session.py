@@ -163,8 +163,13 @@ def partitions_kept(spark: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        restore(spark, before)
+
+
+def restore(spark: Any, before: dict[str, str | None]) -> None:
+    """Set each runtime setting back to its value in ``before`` (None: it was unset)."""
+    for key, value in before.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)

@@ -95,11 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if ours:
             spark.stop()
         else:
-            for key, old in before.items():
-                if old is None:
-                    spark.conf.unset(key)
-                else:
-                    spark.conf.set(key, old)
+            session.restore(spark, before)
     written = mine_report.write(args.out, data)
     _say(f"mine: {len(data['violations'])} violation(s), {len(data['warnings'])} warning(s) in "
          f"{data['input']['events']:,} events; report: {', '.join(str(p) for p in written)}")
