@@ -433,11 +433,8 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
     """
     runs = split_runs(list(paths), merge)
     if len(runs) == 1:
-        doc = from_traces(paths, out, fmt=fmt, default_group=default_group, naive_offset_ms=naive_offset_ms,
-                          progress=progress, run_label=runs[0].label)
-        doc["runs"] = [{"run": runs[0].label, "paths": list(paths), "events": doc["events"]}]
-        _write_input(out, doc)
-        return doc
+        return from_traces(paths, out, fmt=fmt, default_group=default_group, naive_offset_ms=naive_offset_ms,
+                           progress=progress, run_label=runs[0].label)
     docs = []
     part = 0
     for run in runs:
@@ -460,7 +457,7 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
         "ignored_files": [f for _, doc in docs for f in doc["ignored_files"]],
         "callback_members": sorted({m for _, doc in docs for m in doc["callback_members"]}), "parts": part,
         "sources": sources, "shared_members": shared_members(sources),
-        "runs": [{"run": run.label, "paths": list(run.paths), "events": doc["events"]} for run, doc in docs]}
+        "runs": [r for _, doc in docs for r in doc["runs"]]}
     _write_input(out, combined)
     return combined
 
@@ -474,7 +471,7 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     ``group_prefix`` / ``group_suffix`` and ``first_part`` let several trace sets share one corpus directory
     (each set's groups named apart, its part files numbered from ``first_part``); the input.json written is
     this set's. ``strays_ignored`` as :func:`traces.detect.plan` (files named beside directories); ``run_label``:
-    how input.json's ``shared_members`` names the run.
+    how input.json's ``runs`` and ``shared_members`` name the run.
 
     Raises :class:`traces.schema.TraceInputError` for input that cannot be used at all.
     """
@@ -546,7 +543,8 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
            "skipped_examples": stats.examples, "ignored_files": plan.ignored,
            "callback_members": sorted(plan.callback_members), "parts": part - first_part,
            "sources": [{"path": s.label, "format": s.format, "member": s.member, "events": per_source[s.index]}
-                       for s in plan.sources]}
+                       for s in plan.sources],
+           "runs": [{"run": run_label, "paths": list(paths), "events": events}]}
     # as groupspec check warns: one member name from several captures is one consumer to the job too
     doc["shared_members"] = shared_members(doc["sources"], run_label)
     _write_input(out, doc)
