@@ -38,7 +38,7 @@ from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
 from traces.merge import merged
 from traces.readers import JSONL_FORMATS
-from traces.runs import shared_member_text, shared_members
+from traces.runs import require_events, shared_member_text, shared_members
 from traces.runs import split as split_runs
 from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
 from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS, MemberContext
@@ -428,14 +428,19 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
     the checker splits them: with more than one run, every group is named ``GROUP @ RUN`` (the name the checker's
     combined report gives it), so two captures that both call their group ``orders-group`` stay two groups
     whose members never meet. One run is written as :func:`from_traces` writes it. ``input.json`` sums the runs
-    and lists them (``runs``); ``merge`` makes every path one run (``--merge-runs``). Raises
-    :class:`traces.schema.TraceInputError` for input that cannot be used.
+    and lists them (``runs``); ``merge`` makes every path one run (``--merge-runs``). As the checker, it refuses
+    a run from which no event was read (:func:`traces.runs.require_events`), and lists files named beside
+    directories that give none as ignored. Raises :class:`traces.schema.TraceInputError` for input that cannot
+    be used; what was written by then is left for the caller to remove.
     """
     runs = split_runs(list(paths), merge)
     if len(runs) == 1:
-        return from_traces(paths, out, fmt=fmt, default_group=default_group, naive_offset_ms=naive_offset_ms,
-                           progress=progress, run_label=runs[0].label)
+        doc = from_traces(paths, out, fmt=fmt, default_group=default_group, naive_offset_ms=naive_offset_ms,
+                          progress=progress, run_label=runs[0].label)
+        require_events(doc, runs[0], "written")
+        return doc
     docs = []
+    stray: list[dict[str, str]] = []
     part = 0
     for run in runs:
         if progress:
@@ -444,6 +449,11 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
                           progress=progress, group_suffix=f" @ {run.label}", first_part=part,
                           strays_ignored=run.loose, run_label=run.label)
         part += doc["parts"]
+        if not doc["events"] and run.loose:
+            # as groupspec check: files a shell glob put beside the directories are ignored, not a run
+            stray += [{"path": s["path"], "why": "no event read"} for s in doc["sources"]] + doc["ignored_files"]
+            continue
+        require_events(doc, run, "written")
         docs.append((run, doc))
     skipped: Counter[str] = Counter()
     for _, doc in docs:
@@ -454,7 +464,8 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
         "files": sum(doc["files"] for _, doc in docs), "skipped": dict(sorted(skipped.items())),
         "skipped_per_file": {k: v for _, doc in docs for k, v in doc["skipped_per_file"].items()},
         "skipped_examples": [e for _, doc in docs for e in doc["skipped_examples"]][:50],
-        "ignored_files": [f for _, doc in docs for f in doc["ignored_files"]],
+        "ignored_files": stray + [f for _, doc in docs for f in doc["ignored_files"]],
+        "ignored_lines": sum(doc["ignored_lines"] for _, doc in docs),
         "callback_members": sorted({m for _, doc in docs for m in doc["callback_members"]}), "parts": part,
         "sources": sources, "shared_members": shared_members(sources),
         "runs": [r for _, doc in docs for r in doc["runs"]]}
@@ -538,7 +549,8 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
     if len(cols) or part == first_part:
         write_part(cols.table(), out, part)
         part += 1
-    doc = {"events": events, "lines": stats.lines, "files": len(plan.sources), "skipped": dict(stats.skipped),
+    doc = {"events": events, "lines": stats.lines, "ignored_lines": stats.ignored, "files": len(plan.sources),
+           "skipped": dict(stats.skipped),
            "skipped_per_file": {k: dict(v) for k, v in sorted(per_file.items())},
            "skipped_examples": stats.examples, "ignored_files": plan.ignored,
            "callback_members": sorted(plan.callback_members), "parts": part - first_part,

@@ -51,9 +51,11 @@ def split(paths: list[str] | tuple[str, ...], merge: bool = False) -> list[Run]:
     return runs
 
 
-def require_events(report: dict[str, Any], run: Run) -> None:
-    """A run from which no event was read has nothing checked: that is bad input, never a pass."""
-    inp = report["input"]
+def require_events(inp: dict[str, Any], run: Run, done: str = "checked") -> None:
+    """A run from which no event was read has nothing checked: that is bad input, never a pass.
+
+    ``inp``: the run's input counts (a report's ``input``, or the ``input.json`` of ``groupspec corpus
+    --from``: both refuse such a run alike); ``done``: what did not happen to it, for the message."""
     if inp["events"]:
         return
     why = []
@@ -67,7 +69,7 @@ def require_events(report: dict[str, Any], run: Run) -> None:
     if inp["ignored_files"]:
         why.append(f"{len(inp['ignored_files'])} file(s) ignored")
     raise TraceInputError("no event read" + (": " + "; ".join(why) if why else " (the files are empty)")
-                          + " -- nothing was checked", source=run.label)
+                          + f" -- nothing was {done}", source=run.label)
 
 
 def _rename(name: str, run: Run) -> str:

@@ -135,7 +135,7 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
             stray += [{"path": s["path"], "why": "no event read"} for s in report["input"]["sources"]]
             stray += plan.ignored
             continue
-        require_events(report, one)
+        require_events(report["input"], one)
         reports.append(report)
         kept.append(one)
     combined = combine(reports, kept)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 
 from groupspec.errors import EXIT_OK, InputError
@@ -70,7 +71,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from spark_analysis import corpus
 
-    if args.out.exists() and any(args.out.iterdir()):
+    existed = args.out.exists()
+    if existed and any(args.out.iterdir()):
         raise InputError("the output directory is not empty", source=str(args.out))
     if args.paths is not None:
         from traces.schema import TraceInputError
@@ -78,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             corpus.from_runs(args.paths, args.out, default_group=args.group, merge=args.merge_runs)
         except TraceInputError as exc:
+            # what was written before the bad run is no corpus: a later `groupspec mine` must not read it as one
+            # (the directory was empty or absent, so all of it is this command's)
+            _clear(args.out, existed)
             raise InputError(str(exc)) from None
         return EXIT_OK
     from model.mutants import MUTANTS
@@ -98,3 +103,18 @@ def run(args: argparse.Namespace) -> int:
                              mutants=tuple(mutants), faults=tuple(faults))
     corpus.simulate_groups(spec, args.out, workers=args.workers or os.cpu_count())
     return EXIT_OK
+
+
+def _clear(out: Path, keep_dir: bool) -> None:
+    """Remove what this command wrote into ``out`` (empty or absent when it started); the directory itself stays
+    when it was there before."""
+    if not out.exists():
+        return
+    if not keep_dir:
+        shutil.rmtree(out)
+        return
+    for child in out.iterdir():
+        if child.is_dir():
+            shutil.rmtree(child)
+        else:
+            child.unlink()

@@ -154,3 +154,39 @@ def test_several_captures_are_runs_kept_apart_as_check_keeps_them(spark: Any, tm
     assert sorted(map(key, mined["warnings"])) == sorted(key(f) for f in checked["findings"])
     assert {f["group"] for f in mined["warnings"]} <= {f"orders-group @ {d}" for d in dirs}
     assert mined["warnings"], "the captures hold zombie warnings: equal empty lists would prove nothing"
+
+
+@pytest.mark.parametrize("with_good_run", [False, True])
+@pytest.mark.parametrize("out_existed", [False, True])
+def test_corpus_refuses_a_run_with_no_event_as_check_does(with_good_run: bool, out_existed: bool, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory whose every line is skipped is a run with nothing in it: `check` exits 2 for it, and so does
+    `corpus --from` (it wrote an empty run before), leaving no half-written corpus for `mine` to read."""
+    bad = tmp_path / "bad"
+    write_jsonl(bad / "a.jsonl", [{"name": "partitions_assigned", "timestamp": "not a time"}])
+    paths = [str(p) for p in sorted(REAL.iterdir()) if p.is_dir()][:1] * with_good_run + [str(bad)]
+    out = tmp_path / "corpus"
+    if out_existed:
+        out.mkdir()
+    assert main(["check", *paths]) == 2
+    checked = capsys.readouterr().err.strip().splitlines()[-1]
+    assert main(["corpus", "--from", *paths, "--out", str(out)]) == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{bad}: no event read: 1 line(s) skipped (bad-timestamp 1" in said
+    assert said.replace("nothing was written", "nothing was checked").split(": ", 1)[1] == checked.split(": ", 1)[1]
+    assert (list(out.iterdir()) == []) if out_existed else not out.exists()
+
+
+def test_corpus_lists_files_beside_directories_that_give_nothing_as_ignored(tmp_path: Path) -> None:
+    """A file named beside the capture directories (a shell glob's) from which no event is read: check lists it as
+    ignored, not as a run, and so does `corpus --from`."""
+    capture = [str(p) for p in sorted(REAL.iterdir()) if p.is_dir()][0]
+    notes = write_jsonl(tmp_path / "late.jsonl", [{"name": "partitions_assigned", "timestamp": "not a time"}])
+    out = tmp_path / "corpus"
+    assert main(["corpus", "--from", capture, str(notes), "--out", str(out)]) == 0
+    info = json.loads((out / "input.json").read_text())
+    checked = check_paths([Path(capture), notes])
+    assert [r["run"] for r in info["runs"]] == [r["run"] for r in checked["input"]["runs"]] == [capture]
+    assert {"path": str(notes), "why": "no event read"} in info["ignored_files"]
+    assert info["ignored_files"] == checked["input"]["ignored_files"]
+    assert info["events"] == checked["input"]["events"]
