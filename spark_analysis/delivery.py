@@ -92,9 +92,13 @@ def offsets(rows: DataFrame) -> DataFrame:
     off = owned.withColumns({
         "n_poll": F.when(polled, F.sum(polled.cast("int")).over(wi.rowsBetween(UNB, 0)).cast("int")),
         "seg": F.when(polled, F.sum((polled & (~ints | ~F.col("rd"))).cast("int")).over(wi.rowsBetween(UNB, 0)))})
-    wseg = Window.partitionBy(*_ownership_key(), "seg").orderBy("seq", "part").rowsBetween(UNB, 0)
+    # the running maximum since the segment's start, in the ownership's own order: a poll's seg never goes down
+    # along it, so the largest (seg, high + 1) so far is this segment's largest offset (a window partitioned by
+    # seg as well sorted the ownership's rows a second time, for the same order)
+    seg_max = F.max(F.when(polled & ints, F.struct(F.col("seg").alias("s"), (high + 1).alias("p")))) \
+        .over(wi.rowsBetween(UNB, 0))
     off = off.withColumn("pos_after", F.when(~polled, F.lit(None).cast("long")).when(~ints, _unknown())
-                         .when(~F.col("rd"), high + 1).otherwise(F.max(high + 1).over(wseg)))
+                         .when(~F.col("rd"), high + 1).otherwise(seg_max["p"]))
     return (off
             .withColumn("pos", F.last("pos_after", True).over(wi.rowsBetween(UNB, -1)))
             .withColumn("first", polled & (F.col("n_poll") == 1) & ints)
