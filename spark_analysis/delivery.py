@@ -32,6 +32,7 @@ client log. What is not judged is counted per reason (:func:`unchecked`), as the
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -203,9 +204,14 @@ def broker_commits(events: DataFrame) -> DataFrame:
 
 
 def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
-           auto_offset_reset: str | None = None, broker: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+           auto_offset_reset: str | None = None, broker: DataFrame | None = None,
+           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> tuple[DataFrame, DataFrame]:
     """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome`` and the
-    committed offset they were judged on, which the handoffs that start there measure against)."""
+    committed offset they were judged on, which the handoffs that start there measure against).
+
+    ``keep`` (mine.plan's cache) is given the first polls with each one's verdict, evidence and message, and the
+    findings are read from what it returns: the first polls' joins run once for both (the findings, planned from
+    the judged frame itself, computed it a second time beside the cache)."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
         F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
@@ -321,11 +327,13 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
                "were never consumed (assuming the log starts at 0; retention may have deleted them)",
                m, label, low, low - 1)))
     judged = judged.withColumn("outcome", outcome).withColumn("violated", violated)
-    found = judged.filter(F.col("violated")).select(*finding(
+    first_polls = keep(judged.select("group", "member", "topic", "partition", "ac", "seq", "timestamp", "low",
+                                     "committed", "w0", "outcome", "policy", "violated", "w",
+                                     F.when(F.col("violated"), msg).alias("msg")))
+    found = first_polls.filter(F.col("violated")).select(*finding(
         "no-gap", VIOLATION, F.array(m), F.array(_tp()), F.col("timestamp"), F.col("timestamp"),
-        F.col("w"), msg))
-    return found, judged.select("group", "member", "topic", "partition", "ac", "seq", "timestamp", "low", "committed",
-                                "w0", "outcome", "policy")
+        F.col("w"), F.col("msg")))
+    return found, first_polls
 
 
 def unchecked_counts(first_polls: DataFrame, off: DataFrame) -> DataFrame:

@@ -111,8 +111,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(rj.rejected_generations(rows, iv))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     off = keep(dl.offsets(rows))  # read by three rules, no-gap's four branches, the handoffs and the unchecked counts
-    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events))
-    first_polls = keep(first_polls)  # the handoffs and the unchecked counts read it after the findings
+    # the first polls, cached by no_gap: its findings, the handoffs and the unchecked counts read them
+    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events), keep=keep)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
