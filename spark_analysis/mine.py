@@ -242,7 +242,10 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
         storms = [r.asDict() for r in rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)
                   .orderBy("group", "window_start").collect()]
         pauses = p.pauses.select("pause_ms").summary("count", "min", "50%", "max").collect()
-        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms")).limit(20).collect()]
+        # ties broken by the pause's own columns: a fleet of copies has many equal pauses, and the 20 listed
+        # (and their order) must not depend on how the partitions happened to be read
+        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms"), "group", "member", "start", "end",
+                                                          "generation").limit(20).collect()]
         pause_hist = [r.asDict() for r in p.pauses.groupBy(
             (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
         moved = p.moves.count()
