@@ -32,6 +32,7 @@ client log. What is not judged is counted per reason (:func:`unchecked`), as the
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -92,9 +93,13 @@ def offsets(rows: DataFrame) -> DataFrame:
     off = owned.withColumns({
         "n_poll": F.when(polled, F.sum(polled.cast("int")).over(wi.rowsBetween(UNB, 0)).cast("int")),
         "seg": F.when(polled, F.sum((polled & (~ints | ~F.col("rd"))).cast("int")).over(wi.rowsBetween(UNB, 0)))})
-    wseg = Window.partitionBy(*_ownership_key(), "seg").orderBy("seq", "part").rowsBetween(UNB, 0)
+    # the running maximum since the segment's start, in the ownership's own order: a poll's seg never goes down
+    # along it, so the largest (seg, high + 1) so far is this segment's largest offset (a window partitioned by
+    # seg as well sorted the ownership's rows a second time, for the same order)
+    seg_max = F.max(F.when(polled & ints, F.struct(F.col("seg").alias("s"), (high + 1).alias("p")))) \
+        .over(wi.rowsBetween(UNB, 0))
     off = off.withColumn("pos_after", F.when(~polled, F.lit(None).cast("long")).when(~ints, _unknown())
-                         .when(~F.col("rd"), high + 1).otherwise(F.max(high + 1).over(wseg)))
+                         .when(~F.col("rd"), high + 1).otherwise(seg_max["p"]))
     return (off
             .withColumn("pos", F.last("pos_after", True).over(wi.rowsBetween(UNB, -1)))
             .withColumn("first", polled & (F.col("n_poll") == 1) & ints)
@@ -199,9 +204,14 @@ def broker_commits(events: DataFrame) -> DataFrame:
 
 
 def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
-           auto_offset_reset: str | None = None, broker: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+           auto_offset_reset: str | None = None, broker: DataFrame | None = None,
+           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> tuple[DataFrame, DataFrame]:
     """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome`` and the
-    committed offset they were judged on, which the handoffs that start there measure against)."""
+    committed offset they were judged on, which the handoffs that start there measure against).
+
+    ``keep`` (mine.plan's cache) is given the first polls with each one's verdict, evidence and message, and the
+    findings are read from what it returns: the first polls' joins run once for both (the findings, planned from
+    the judged frame itself, computed it a second time beside the cache)."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
         F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
@@ -317,11 +327,13 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
                "were never consumed (assuming the log starts at 0; retention may have deleted them)",
                m, label, low, low - 1)))
     judged = judged.withColumn("outcome", outcome).withColumn("violated", violated)
-    found = judged.filter(F.col("violated")).select(*finding(
+    first_polls = keep(judged.select("group", "member", "topic", "partition", "ac", "seq", "timestamp", "low",
+                                     "committed", "w0", "outcome", "policy", "violated", "w",
+                                     F.when(F.col("violated"), msg).alias("msg")))
+    found = first_polls.filter(F.col("violated")).select(*finding(
         "no-gap", VIOLATION, F.array(m), F.array(_tp()), F.col("timestamp"), F.col("timestamp"),
-        F.col("w"), msg))
-    return found, judged.select("group", "member", "topic", "partition", "ac", "seq", "timestamp", "low", "committed",
-                                "w0", "outcome", "policy")
+        F.col("w"), F.col("msg")))
+    return found, first_polls
 
 
 def unchecked_counts(first_polls: DataFrame, off: DataFrame) -> DataFrame:

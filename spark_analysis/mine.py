@@ -111,8 +111,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(rj.rejected_generations(rows, iv))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     off = keep(dl.offsets(rows))  # read by three rules, no-gap's four branches, the handoffs and the unchecked counts
-    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events))
-    first_polls = keep(first_polls)  # the handoffs and the unchecked counts read it after the findings
+    # the first polls, cached by no_gap: its findings, the handoffs and the unchecked counts read them
+    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events), keep=keep)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
@@ -242,7 +242,10 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
         storms = [r.asDict() for r in rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)
                   .orderBy("group", "window_start").collect()]
         pauses = p.pauses.select("pause_ms").summary("count", "min", "50%", "max").collect()
-        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms")).limit(20).collect()]
+        # ties broken by the pause's own columns: a fleet of copies has many equal pauses, and the 20 listed
+        # (and their order) must not depend on how the partitions happened to be read
+        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms"), "group", "member", "start", "end",
+                                                          "generation").limit(20).collect()]
         pause_hist = [r.asDict() for r in p.pauses.groupBy(
             (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
         moved = p.moves.count()

@@ -46,9 +46,11 @@ def storms(rb: DataFrame, window_ms: int = 60_000, threshold: int = 5) -> DataFr
 
 def pauses(rows: DataFrame) -> DataFrame:
     """Stop-the-world per member per rebalance: ``group, member, generation, start, end, pause_ms``."""
-    ev = rows.filter(F.col("part") == 0)
-    wm = Window.partitionBy("group", "member").orderBy("seq")
     name = F.col("name")
+    # only the events the pauses are made of: the count of assignments before a row is the same without the polls
+    # and commits between them, and the window then sorts a few rows per rebalance, not every member row
+    ev = rows.filter((F.col("part") == 0) & name.isin(ASSIGNED, REVOKED, LOST))
+    wm = Window.partitionBy("group", "member").orderBy("seq")
     ev = ev.withColumn("n_assigned", F.sum((name == ASSIGNED).cast("int")).over(wm.rowsBetween(UNB, 0)))
     # the epoch of an assignment is the count before it: its revokes are those of the previous epoch
     ev = ev.withColumn("epoch", F.when(name == ASSIGNED, F.col("n_assigned") - 1).otherwise(F.col("n_assigned")))
