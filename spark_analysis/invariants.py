@@ -363,13 +363,13 @@ def stale_commits(rows: DataFrame) -> DataFrame:
 def generation_down(rows: DataFrame) -> DataFrame:
     """generation-monotonic: per member and file (a restart starts over), a generation never goes down.
 
-    A moved member's files' last generations before the move (``moved_generations``, on its first row in
-    the new group) hold until the file names another: the checker keeps ``Member.gen_by_src`` when it
+    A moved member's files' last generations before the move (``moved_generations`` of the rows' ``context``, on
+    its first row in the new group) hold until the file names another: the checker keeps ``Member.gen_by_src`` when it
     moves the member (``Checker._member``, ``_generation``)."""
     ev = rows.filter(F.col("part") == 0)
     wsrc = Window.partitionBy("group", "member", "inc", "source").orderBy("seq").rowsBetween(UNB, -1)
-    carried = F.element_at(F.first("moved_generations", True).over(Window.partitionBy("group", "member", "inc")),
-                           F.col("source"))
+    carried = F.element_at(F.first(F.col("context.moved_generations"), True)
+                           .over(Window.partitionBy("group", "member", "inc")), F.col("source"))
     ev = ev.withColumn("last_gen", F.coalesce(
         F.last(F.when(F.col("generation") >= 0, F.col("generation")), True).over(wsrc), carried))
     down = ev.filter((F.col("generation") >= 0) & (F.col("generation") < F.col("last_gen")))
@@ -396,10 +396,11 @@ def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     assigned_gen = F.coalesce(
         F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True)
         .over(winc.orderBy("seq").rangeBetween(UNB, -1)),
-        F.first("moved_assigned_gen", True).over(winc))
+        F.first(F.col("context.moved_assigned_gen"), True).over(winc))
     # the member's rows in the group it left and in the one it moved to are one history for eager_flagged (below):
     # a member moves once, from the group it started in (Checker._member), named by moved_from in the new group
-    home = F.coalesce(F.first("moved_from", True).over(Window.partitionBy("group", "member")), F.col("group"))
+    home = F.coalesce(F.first(F.col("context.moved_from"), True).over(Window.partitionBy("group", "member")),
+                      F.col("group"))
     ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen).withColumn("home", home)
           .filter(F.col("part") == 0).filter(F.col("proto") == "eager"))
     on_assign = (name == ASSIGNED) & F.col("any_new")

@@ -18,6 +18,10 @@ columns on the member rows, each a window function over the member's rows in the
   shutdown (the checker's ``Member.shutdown``); ``rd``: whether it printed ``record_data`` so far,
   ``policy``: its last ``auto_offset_reset`` so far (both read by :func:`spark_analysis.delivery.offsets`);
   ``ends_life``: on a ``startup_complete`` / ``shutdown_complete``, how the intervals open at it end.
+  ``member_last`` (where the member's trace ended) and ``mid_ff`` are kept on assignment rows only, the rows
+  :func:`intervals` starts an interval at, its one reader of them.
+- ``context``: what the delivery, handoff, membership and move rules read of the corpus (``CONTEXT``), one
+  struct, null on the rows that hold none of it (see :func:`member_rows`).
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
   (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
@@ -33,6 +37,8 @@ rows are partitioned by group (the one shuffle of the job) no window needs anoth
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -56,6 +62,15 @@ UNF = Window.unboundedFollowing
 NOT_READ = ("instance_id", "count", "state", "detail", "members", "member_count")
 # Read by member_rows' own windows (proto, policy, ends_life), by no reader after them: dropped after the last.
 STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
+# Read by the delivery, handoff, membership and move rules, never by the core's: carried in one struct column,
+# ``context``, null on every row that holds nothing those rules read (see member_rows). The first two are the file's
+# (``format`` a string on every member row, ``commits_shown`` a flag per file), read at the member's first
+# callback-trace row only; the others are null but on the few rows that say them (an ``enable_auto_commit`` /
+# ``auto.commit.interval.ms`` / subscription field, a moved member's first row in its new group). Nine slots and
+# a string on every row were copied through each sort, Window operator and the cache; one mostly-null slot is.
+CONTEXT = ("format", "commits_shown", "enable_auto_commit", "auto_commit_interval_ms", "subscription", "moved_from",
+           "moved_generations", "moved_revoked", "moved_assigned_gen")
+SAID = CONTEXT[2:]  # the context columns a row carries only where its event says them
 
 
 def where(source: str = "source", line: str = "line") -> Column:
@@ -139,10 +154,20 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     kept = ~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback"))
     last = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("source").alias("source"))) \
         .over(wm.rowsBetween(UNB, UNF))
-    rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumns({
-        "member_last": last,
+    # The columns said on few rows go into one struct before the first sort (null where the row says none of
+    # them); format and commits_shown, said by every row of a file, ride through the first pass, which finds the
+    # member's first callback-trace row, the one row that keeps them (delivery._members, handoff._auto read them
+    # there). ``jsonl`` is the file's: no callback-trace row comes before it.
+    said = F.when(reduce(operator.or_, [F.col(c).isNotNull() for c in SAID]), F.struct(*[F.col(c) for c in SAID]))
+    rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumn("said", said).drop(*SAID)
+    rows = rows.withColumns({
+        # only an assignment can start an interval, the one reader of where the member's trace ended and of its
+        # member id (intervals): null on the other rows, so that those strings are not copied on every row
+        "member_last": F.when(name == ASSIGNED, last),
+        "first_jsonl": F.col("jsonl") & ~F.coalesce(F.max(F.col("jsonl")).over(wm.rowsBetween(UNB, -1)),
+                                                     F.lit(False)),
         "inc": F.sum((name == STARTUP).cast("int")).over(upto),
-        "mid_ff": in_inc(F.when(F.col("member_id") != "", F.col("member_id"))),
+        "mid_ff": F.when(name == ASSIGNED, in_inc(F.when(F.col("member_id") != "", F.col("member_id")))),
         "life": F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto),
         "proto": _protocol(default_protocol, kept),
         # rd / policy: what spark_analysis.delivery.offsets reads per member (record_data printed so far, the
@@ -150,6 +175,11 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         "rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
         "policy": F.last(F.when(kept, F.col("auto_offset_reset")), True).over(upto),
         "gen_ff": in_inc(F.when(kept, F.coalesce(F.col("generation"), F.col("moved_generation"))))})
+    first_file = F.col("first_jsonl")
+    rows = rows.withColumn("context", F.when(first_file | F.col("said").isNotNull(), F.struct(
+        F.when(first_file, F.col("format")).alias("format"), F.when(first_file, F.col("commits_shown"))
+        .alias("commits_shown"), *[F.col("said")[c].alias(c) for c in SAID]))) \
+        .drop("format", "commits_shown", "said", "first_jsonl")
     # known reads proto, ends_life reads gen_ff: the second pass (shut_down rides along, in the columns' old order)
     rows = rows.withColumns({
         "known": F.max((kept & (F.col("jsonl") | name.isin(STARTUP, LOST)

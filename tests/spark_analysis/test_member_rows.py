@@ -61,10 +61,10 @@ def test_every_column_the_member_rows_carry_is_read_by_the_job(spark: Any, sampl
     p = mine.plan(spark, samples_corpus)
     try:
         read = _columns_read(spark, p)
-        assert not set(ownership.NOT_READ + ownership.STATE_ONLY) & set(p.rows.columns)
+        assert not set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) & set(p.rows.columns)
         assert sorted(set(p.rows.columns) - read) == []
         # and the walk found the readers: the rules' columns and the state's
-        assert {"owned_before", "ends_life", "minOffset", "enable_auto_commit", "max_gen_where"} <= read
+        assert {"owned_before", "ends_life", "minOffset", "context", "max_gen_where"} <= read
     finally:
         p.release()
 
@@ -73,4 +73,33 @@ def test_the_columns_member_rows_drops_are_in_the_corpus(spark: Any, samples_cor
     # a dropped name that is no column (renamed in the layout) would be dropped silently (DataFrame.drop ignores it)
     # and carried again
     events = mine.load(spark, samples_corpus)
-    assert set(ownership.NOT_READ + ownership.STATE_ONLY) <= set(events.columns)
+    assert set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) <= set(events.columns)
+
+
+def test_the_context_holds_what_its_readers_read(spark: Any, samples_corpus: Path) -> None:
+    # ownership.CONTEXT: the rules that read those columns read them where the rows keep them -- a SAID column on
+    # every row that says it, format and commits_shown on each member's first callback-trace row (by seq, part) --
+    # and the struct is null on every other row (else it is carried where nothing reads it). Expected from the
+    # corpus's own columns, the first callback-trace row by an aggregate rather than member_rows' window.
+    from pyspark.sql import functions as F
+
+    events = mine.load(spark, samples_corpus)
+    rows = ownership.member_rows(events, None)
+    key = ["group", "seq", "part"]
+    first = events.filter(F.col("member").isNotNull() & F.col("jsonl")).groupBy("group", "member").agg(
+        F.min(F.struct("seq", "part")).alias("k")).select("group", "k.seq", "k.part", F.lit(True).alias("first"))
+    said = ownership.CONTEXT[2:]
+    expected = events.join(first, key, "left").select(*key, *[F.when(F.col("first"), F.col(c)).alias(c)
+                                                              for c in ("format", "commits_shown")], *said)
+    got = rows.select(*key, *[F.col("context")[c].alias(c) for c in ownership.CONTEXT],
+                      F.col("context").isNull().alias("none"))
+    # compared as JSON: a map (moved_generations) has no equality in Spark SQL
+    both = got.select(*key, "none", F.to_json(F.struct(*ownership.CONTEXT)).alias("got")).join(
+        expected.select(*key, F.to_json(F.struct(*ownership.CONTEXT)).alias("expected"),
+                        F.least(*[F.col(c).isNull() for c in ownership.CONTEXT]).alias("e_none")), key, "left")
+    differ = both.filter(~F.col("got").eqNullSafe(F.col("expected")) | (F.col("none") != F.col("e_none")))
+    assert differ.limit(5).collect() == []
+    # the samples say these, so the comparison above is not over nulls only
+    held = got.agg(*[F.count(c).alias(c) for c in ("format", "commits_shown", "enable_auto_commit",
+                                                    "subscription")]).collect()[0]
+    assert min(held) > 0, held.asDict()
