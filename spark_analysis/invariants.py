@@ -33,6 +33,7 @@ from spark_analysis.ownership import (
     JOINED,
     RECORD_DATA,
     REMOVED,
+    TP_WINDOW,
     UNB,
     commit_entry_ok,
     commit_ok,
@@ -302,8 +303,11 @@ def _aggregated(cands: DataFrame, invariant: str, verb: str) -> DataFrame:
 def unowned(rows: DataFrame) -> DataFrame:
     """consume-owned-only and commit-owned-only: entries of partitions the member did not own at that moment."""
     # one window (member and partition, the checker's order) for every column here: the position is the last
-    # poll's in this incarnation (the last poll of the partition, kept when its incarnation is this one's)
-    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
+    # poll's in this incarnation (the last poll of the partition, kept when its incarnation is this one's).
+    # Ordered by ``life`` first: a member's lifetimes count up in its (seq, part) order, so the order is the
+    # checker's, and it is the one the member rows come out of their last Window operator in
+    # (ownership.TP_WINDOW): the rows' cache keeps that order, and this window needs no sort of its own.
+    wmtp = Window.partitionBy(*TP_WINDOW[:4]).orderBy(*TP_WINDOW[4:])
     name = F.col("name")
     polled = name.isin(CONSUMED, RECORD_DATA)
     committed = commit_entry_ok()

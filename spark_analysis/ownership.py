@@ -71,6 +71,11 @@ STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
 CONTEXT = ("format", "commits_shown", "enable_auto_commit", "auto_commit_interval_ms", "subscription", "moved_from",
            "moved_generations", "moved_revoked", "moved_assigned_gen")
 SAID = CONTEXT[2:]  # the context columns a row carries only where its event says them
+# The sort order of the member rows' last Window operator (per member, lifetime and partition, in the checker's
+# order), and so of the rows' cache: a window over the cached rows partitioned by (group, member, topic,
+# partition) and ordered by (life, seq, part) -- the checker's order, as a member's lifetimes count up in it --
+# reads them in this order and needs no sort (invariants.unowned).
+TP_WINDOW = ("group", "member", "topic", "partition", "life", "seq", "part")
 
 
 def where(source: str = "source", line: str = "line") -> Column:
@@ -187,7 +192,7 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
                                 F.lit(False)),
         "ends_life": _ends_life(wm, kept)}).filter(kept)
-    wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
+    wtp = Window.partitionBy(*TP_WINDOW[:5]).orderBy(*TP_WINDOW[5:])
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
     rows = rows.withColumn("owned_before", has_tp & F.coalesce(prev_own == ASSIGNED, F.lit(False)))
