@@ -166,9 +166,12 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     said = F.when(reduce(operator.or_, [F.col(c).isNotNull() for c in SAID]), F.struct(*[F.col(c) for c in SAID]))
     rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumn("said", said).drop(*SAID)
     rows = rows.withColumns({
-        # only an assignment can start an interval, the one reader of where the member's trace ended and of its
-        # member id (intervals): null on the other rows, so that those strings are not copied on every row
-        "member_last": F.when(name == ASSIGNED, last),
+        # only an assignment can start an interval, the one reader of where the member's trace ended, when it
+        # began (its first row the filter keeps) and of its member id (intervals): null on the other rows, so that
+        # those strings are not copied on every row
+        "member_last": F.when(name == ASSIGNED, F.struct(
+            last["ts"].alias("ts"), last["source"].alias("source"),
+            F.min(F.when(kept, F.col("timestamp"))).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"))),
         "first_jsonl": F.col("jsonl") & ~F.coalesce(F.max(F.col("jsonl")).over(wm.rowsBetween(UNB, -1)),
                                                      F.lit(False)),
         "inc": F.sum((name == STARTUP).cast("int")).over(upto),
@@ -191,7 +194,11 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
                                 | ((name == ASSIGNED) & (F.col("proto") == "eager")))).cast("int")).over(upto) == 1,
         "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
                                 F.lit(False)),
-        "ends_life": _ends_life(wm, kept)}).filter(kept)
+        "ends_life": _ends_life(wm, kept),
+        # the member's generation on its last row the filter keeps, where an interval still open at the end of
+        # its trace ends (intervals' "eof"); on assignment rows only, as member_last
+        "member_last_gen": F.when(name == ASSIGNED, F.last(F.when(kept, F.struct(F.col("gen_ff").alias("v"))), True)
+                                  .over(wm.rowsBetween(UNB, UNF))["v"])}).filter(kept)
     wtp = Window.partitionBy(*TP_WINDOW[:5]).orderBy(*TP_WINDOW[5:])
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
@@ -213,7 +220,7 @@ def intervals(rows: DataFrame) -> DataFrame:
     # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
     # partition for every row: quadratic per member.) Every per-member column is read in that one reversed
     # order -- the member's last row is its first -- and none reads another's result, so they are one pass (one
-    # Window operator: the member's rows sorted once here), and one more per partition for the next release.
+    # Window operator), and one more per partition for the next release.
     # What a lifetime's end reads from the row before it is a column of the member rows (``ends_life``): looked
     # up here, in the reversed order, it was a pass of its own.
     back = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part"))
@@ -223,18 +230,20 @@ def intervals(rows: DataFrame) -> DataFrame:
         F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
         F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
         F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
-    whole = back.rowsBetween(UNB, UNF)
-    rows = rows.withColumns({
+    # Only the rows an interval starts at (is_new) or may end at (a release, a lifetime's end) take part: the
+    # next release or lifetime end after a row is the same among them as among all the member's rows, and what
+    # an interval reads of the member's other rows (its first and last) member_rows keeps on the assignment
+    # rows (member_last, member_last_gen). So the two windows sort those few rows, not every member row.
+    marks = rows.filter(F.col("is_new") | F.col("is_release") | F.col("ends_life").isNotNull())
+    marks = marks.withColumns({
         "next_life": F.last("ends_life", True).over(back.rowsBetween(UNB, -1)),
-        "first_ts": F.min("timestamp").over(whole),
-        "last_gen": F.first("gen_ff").over(whole),
         "next_release": release.over(back_tp)})
-    new = rows.filter(F.col("is_new"))
+    new = marks.filter(F.col("is_new"))
     rel, life = F.col("next_release"), F.col("next_life")
     by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))
     last = F.col("member_last")
     eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest(last["ts"], "timestamp").alias("ts"),
-                   F.lit("eof").alias("kind"), F.col("last_gen").alias("gen"), last["source"].alias("source"),
+                   F.lit("eof").alias("kind"), F.col("member_last_gen").alias("gen"), last["source"].alias("source"),
                    F.concat(last["source"], F.lit(":end")).alias("where"))
     end = F.when(by_release, rel).when(life.isNotNull(), life).otherwise(eof)
     return new.select(
@@ -242,7 +251,7 @@ def intervals(rows: DataFrame) -> DataFrame:
         F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
         ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
         (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
-        F.col("first_ts").alias("member_first_ts"), end.alias("end"))
+        last["first_ts"].alias("member_first_ts"), end.alias("end"))
 
 
 def event_level(rows: DataFrame, *extra: Any) -> DataFrame:
