@@ -103,3 +103,40 @@ def test_the_context_holds_what_its_readers_read(spark: Any, samples_corpus: Pat
     held = got.agg(*[F.count(c).alias(c) for c in ("format", "commits_shown", "enable_auto_commit",
                                                     "subscription")]).collect()[0]
     assert min(held) > 0, held.asDict()
+
+
+def _sorts_under_windows(node: Any, found: list[str], below_window: bool = False) -> None:
+    """The sorts between a Window operator and the cache scans it reads (a py4j ``SparkPlan``; the cached frames'
+    own plans are not its children)."""
+    kind = node.getClass().getSimpleName()
+    if kind == "AdaptiveSparkPlanExec":
+        _sorts_under_windows(node.inputPlan(), found, below_window)
+        return
+    if kind == "SortExec" and below_window:
+        found.append(node.toString())
+    below_window = below_window or kind == "WindowExec"
+    children = node.children()
+    for i in range(children.size()):
+        _sorts_under_windows(children.apply(i), found, below_window)
+
+
+def test_unowned_reads_the_cached_rows_in_their_order(spark: Any, samples_corpus: Path) -> None:
+    # invariants.unowned's window is ordered as the member rows' last Window operator sorts them
+    # (ownership.TP_WINDOW): over the cached rows it sorts nothing. A change to either order brings the sort back.
+    from spark_analysis import invariants
+
+    rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None).persist()
+    try:
+        found: list[str] = []
+        _sorts_under_windows(invariants.unowned(rows)._jdf.queryExecution().executedPlan(), found)
+        assert found == []
+        # and the walk sees such a sort where there is one: the same window over the rows in (seq, part) order
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        w = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
+        _sorts_under_windows(rows.withColumn("n", F.row_number().over(w))._jdf.queryExecution().executedPlan(),
+                             found)
+        assert len(found) == 1
+    finally:
+        rows.unpersist()
