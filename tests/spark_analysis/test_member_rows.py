@@ -5,7 +5,9 @@ only its own windows read (``STATE_ONLY``) after them: every column a row carrie
 out of each of its Window operators and into the cache (docs/benchmarks.md, "narrower member rows"). The two lists
 are held here to the job itself, from the physical plans of every frame ``mine.plan`` builds: the columns each scan
 of the member rows' cache reads. A column the rows carry that no frame reads fails the first test; a reader of a
-dropped column fails every test (the plan does not build).
+dropped column fails every test (the plan does not build). The columns only other rules read (``CONTEXT``) ride
+in one sparse struct, held here to the corpus; and the cached rows' order (``TP_WINDOW``) to the window that reads
+them without a sort.
 """
 
 from __future__ import annotations
