@@ -162,11 +162,13 @@ def _shown(at: Column) -> Column:
 
 def _members(rows: DataFrame) -> DataFrame:
     """Per member: its first callback-trace row (``j0``), that file's commits_shown and format, and its first
-    ``enable_auto_commit: true`` from then on (``a0``)."""
+    ``enable_auto_commit: true`` from then on (``a0``). The member rows keep a file's commits_shown and format on
+    that row only (ownership.CONTEXT): the first by ``(seq, part)``, as the rows of one event share a seq."""
     first = rows.filter(F.col("jsonl")).groupBy("group", "member").agg(
-        F.min("seq").alias("j0"), F.min_by(F.struct(F.col("commits_shown").alias("s"), F.col("format").alias("f")),
-                                           F.col("seq")).alias("src"))
-    auto = rows.filter(F.col("enable_auto_commit") == True).select(  # noqa: E712 (a column comparison)
+        F.min("seq").alias("j0"), F.min_by(F.struct(F.col("context.commits_shown").alias("s"),
+                                                     F.col("context.format").alias("f")),
+                                           F.struct("seq", "part")).alias("src"))
+    auto = rows.filter(F.col("context.enable_auto_commit") == True).select(  # noqa: E712 (a column comparison)
         F.col("group").alias("a_group"), F.col("member").alias("a_member"), F.col("seq").alias("a_seq"))
     joined = first.join(auto, (first["group"] == auto["a_group"]) & (first["member"] == auto["a_member"])
                         & (auto["a_seq"] >= first["j0"]), "left")

@@ -59,19 +59,21 @@ def _known(c: Column) -> Column:
 
 def _auto(rows: DataFrame) -> DataFrame:
     """Per member, the rows where its ``Member.auto_commit`` may change: ``enable_auto_commit`` fields, and its
-    first callback-trace row when that file's commits are not shown (VerifiableConsumer with auto-commit)."""
+    first callback-trace row when that file's commits are not shown (VerifiableConsumer with auto-commit). The
+    member rows keep a file's commits_shown on that row only (ownership.CONTEXT): the first by ``(seq, part)``."""
     first = rows.filter(F.col("jsonl")).groupBy("group", "member").agg(
-        F.min_by(F.struct(F.col("seq"), F.col("commits_shown").alias("s")), F.col("seq")).alias("j"))
+        F.min_by(F.struct(F.col("seq"), F.col("context.commits_shown").alias("s")), F.struct("seq", "part"))
+        .alias("j"))
     # only where the value changes: a writer that repeats it on every event must not make this grow with events
-    said = rows.filter(F.col("enable_auto_commit").isNotNull() & (F.col("part") == 0)).select(
-        "group", "member", "seq", F.col("enable_auto_commit").alias("v"), F.lit(1).alias("explicit"))
+    said = rows.filter(F.col("context.enable_auto_commit").isNotNull() & (F.col("part") == 0)).select(
+        "group", "member", "seq", F.col("context.enable_auto_commit").alias("v"), F.lit(1).alias("explicit"))
     said = said.withColumn("was", F.lag("v").over(Window.partitionBy("group", "member").orderBy("seq"))) \
         .filter(~F.col("v").eqNullSafe(F.col("was"))).drop("was")
     inferred = first.filter(F.col("j.s") == False).select(  # noqa: E712 (a column comparison)
         "group", "member", F.col("j.seq").alias("seq"), F.lit(True).alias("v"), F.lit(0).alias("explicit"))
     # auto.commit.interval.ms, for the cause's words (explicit 2; the value in "ms")
-    ms = rows.filter((F.col("auto_commit_interval_ms") >= 0) & (F.col("part") == 0)).select(
-        "group", "member", "seq", F.col("auto_commit_interval_ms").alias("ms"))
+    ms = rows.filter((F.col("context.auto_commit_interval_ms") >= 0) & (F.col("part") == 0)).select(
+        "group", "member", "seq", F.col("context.auto_commit_interval_ms").alias("ms"))
     ms = ms.withColumn("was", F.lag("ms").over(Window.partitionBy("group", "member").orderBy("seq"))) \
         .filter(~F.col("ms").eqNullSafe(F.col("was"))).drop("was") \
         .select("group", "member", "seq", F.lit(None).cast("boolean").alias("v"), F.lit(2).alias("explicit"), "ms")

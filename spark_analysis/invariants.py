@@ -33,6 +33,7 @@ from spark_analysis.ownership import (
     JOINED,
     RECORD_DATA,
     REMOVED,
+    TP_WINDOW,
     UNB,
     commit_entry_ok,
     commit_ok,
@@ -302,8 +303,11 @@ def _aggregated(cands: DataFrame, invariant: str, verb: str) -> DataFrame:
 def unowned(rows: DataFrame) -> DataFrame:
     """consume-owned-only and commit-owned-only: entries of partitions the member did not own at that moment."""
     # one window (member and partition, the checker's order) for every column here: the position is the last
-    # poll's in this incarnation (the last poll of the partition, kept when its incarnation is this one's)
-    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
+    # poll's in this incarnation (the last poll of the partition, kept when its incarnation is this one's).
+    # Ordered by ``life`` first: a member's lifetimes count up in its (seq, part) order, so the order is the
+    # checker's, and it is the one the member rows come out of their last Window operator in
+    # (ownership.TP_WINDOW): the rows' cache keeps that order, and this window needs no sort of its own.
+    wmtp = Window.partitionBy(*TP_WINDOW[:4]).orderBy(*TP_WINDOW[4:])
     name = F.col("name")
     polled = name.isin(CONSUMED, RECORD_DATA)
     committed = commit_entry_ok()
@@ -363,13 +367,13 @@ def stale_commits(rows: DataFrame) -> DataFrame:
 def generation_down(rows: DataFrame) -> DataFrame:
     """generation-monotonic: per member and file (a restart starts over), a generation never goes down.
 
-    A moved member's files' last generations before the move (``moved_generations``, on its first row in
-    the new group) hold until the file names another: the checker keeps ``Member.gen_by_src`` when it
+    A moved member's files' last generations before the move (``moved_generations`` of the rows' ``context``, on
+    its first row in the new group) hold until the file names another: the checker keeps ``Member.gen_by_src`` when it
     moves the member (``Checker._member``, ``_generation``)."""
     ev = rows.filter(F.col("part") == 0)
     wsrc = Window.partitionBy("group", "member", "inc", "source").orderBy("seq").rowsBetween(UNB, -1)
-    carried = F.element_at(F.first("moved_generations", True).over(Window.partitionBy("group", "member", "inc")),
-                           F.col("source"))
+    carried = F.element_at(F.first(F.col("context.moved_generations"), True)
+                           .over(Window.partitionBy("group", "member", "inc")), F.col("source"))
     ev = ev.withColumn("last_gen", F.coalesce(
         F.last(F.when(F.col("generation") >= 0, F.col("generation")), True).over(wsrc), carried))
     down = ev.filter((F.col("generation") >= 0) & (F.col("generation") < F.col("last_gen")))
@@ -396,10 +400,11 @@ def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     assigned_gen = F.coalesce(
         F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True)
         .over(winc.orderBy("seq").rangeBetween(UNB, -1)),
-        F.first("moved_assigned_gen", True).over(winc))
+        F.first(F.col("context.moved_assigned_gen"), True).over(winc))
     # the member's rows in the group it left and in the one it moved to are one history for eager_flagged (below):
     # a member moves once, from the group it started in (Checker._member), named by moved_from in the new group
-    home = F.coalesce(F.first("moved_from", True).over(Window.partitionBy("group", "member")), F.col("group"))
+    home = F.coalesce(F.first(F.col("context.moved_from"), True).over(Window.partitionBy("group", "member")),
+                      F.col("group"))
     ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen).withColumn("home", home)
           .filter(F.col("part") == 0).filter(F.col("proto") == "eager"))
     on_assign = (name == ASSIGNED) & F.col("any_new")

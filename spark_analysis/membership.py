@@ -59,7 +59,7 @@ def _per_event(cands: DataFrame, *keep: str, **more: Column) -> DataFrame:
 def unsubscribed(rows: DataFrame) -> DataFrame:
     """subscribed-only: newly assigned partitions of topics the member does not subscribe to."""
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
-    sub = F.last("subscription", True).over(wm)
+    sub = F.last(F.col("context.subscription"), True).over(wm)
     cands = rows.withColumn("sub", sub).filter(
         F.col("is_new") & F.col("sub").isNotNull() & ~F.array_contains(F.col("sub"), F.col("topic")))
     ev = _per_event(cands.withColumn("subs", F.array_join(F.array_sort(F.array_distinct(F.col("sub"))), ", ")),
@@ -81,9 +81,9 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
     assigned_gen = F.coalesce(
         F.last(F.when((name == ASSIGNED) & (F.col("gen_ff") >= 0), F.col("gen_ff")), True).over(
             winc.rangeBetween(UNB, -1)),
-        F.first("moved_assigned_gen", True).over(winc.rangeBetween(UNB, 0)))
+        F.first(F.col("context.moved_assigned_gen"), True).over(winc.rangeBetween(UNB, 0)))
     # the memory a moved member brought (on its first row in the new group, so the frame includes the row)
-    carried = F.first("moved_revoked", True).over(winc.rangeBetween(UNB, 0))
+    carried = F.first(F.col("context.moved_revoked"), True).over(winc.rangeBetween(UNB, 0))
     last_assign_ev = F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(
         Window.partitionBy("group", "member").orderBy("seq").rangeBetween(UNB, -1))
     epoch = F.sum(F.col("is_new").cast("int")).over(

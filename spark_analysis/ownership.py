@@ -18,6 +18,10 @@ columns on the member rows, each a window function over the member's rows in the
   shutdown (the checker's ``Member.shutdown``); ``rd``: whether it printed ``record_data`` so far,
   ``policy``: its last ``auto_offset_reset`` so far (both read by :func:`spark_analysis.delivery.offsets`);
   ``ends_life``: on a ``startup_complete`` / ``shutdown_complete``, how the intervals open at it end.
+  ``member_last`` (where the member's trace ended) and ``mid_ff`` are kept on assignment rows only, the rows
+  :func:`intervals` starts an interval at, its one reader of them.
+- ``context``: what the delivery, handoff, membership and move rules read of the corpus (``CONTEXT``), one
+  struct, null on the rows that hold none of it (see :func:`member_rows`).
 - ``owned_before``: per (member, lifetime, partition), whether the last ownership event before the
   row was ``partitions_assigned``. ``is_new`` marks an assignment of a partition not owned
   (the checker's ``new``), ``is_release`` a revoke or loss of one owned.
@@ -33,6 +37,8 @@ rows are partitioned by group (the one shuffle of the job) no window needs anoth
 
 from __future__ import annotations
 
+import operator
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -56,6 +62,20 @@ UNF = Window.unboundedFollowing
 NOT_READ = ("instance_id", "count", "state", "detail", "members", "member_count")
 # Read by member_rows' own windows (proto, policy, ends_life), by no reader after them: dropped after the last.
 STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
+# Read by the delivery, handoff, membership and move rules, never by the core's: carried in one struct column,
+# ``context``, null on every row that holds nothing those rules read (see member_rows). The first two are the file's
+# (``format`` a string on every member row, ``commits_shown`` a flag per file), read at the member's first
+# callback-trace row only; the others are null but on the few rows that say them (an ``enable_auto_commit`` /
+# ``auto.commit.interval.ms`` / subscription field, a moved member's first row in its new group). Nine slots and
+# a string on every row were copied through each sort, Window operator and the cache; one mostly-null slot is.
+CONTEXT = ("format", "commits_shown", "enable_auto_commit", "auto_commit_interval_ms", "subscription", "moved_from",
+           "moved_generations", "moved_revoked", "moved_assigned_gen")
+SAID = CONTEXT[2:]  # the context columns a row carries only where its event says them
+# The sort order of the member rows' last Window operator (per member, lifetime and partition, in the checker's
+# order), and so of the rows' cache: a window over the cached rows partitioned by (group, member, topic,
+# partition) and ordered by (life, seq, part) -- the checker's order, as a member's lifetimes count up in it --
+# reads them in this order and needs no sort (invariants.unowned).
+TP_WINDOW = ("group", "member", "topic", "partition", "life", "seq", "part")
 
 
 def where(source: str = "source", line: str = "line") -> Column:
@@ -139,10 +159,23 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     kept = ~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback"))
     last = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("source").alias("source"))) \
         .over(wm.rowsBetween(UNB, UNF))
-    rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumns({
-        "member_last": last,
+    # The columns said on few rows go into one struct before the first sort (null where the row says none of
+    # them); format and commits_shown, said by every row of a file, ride through the first pass, which finds the
+    # member's first callback-trace row, the one row that keeps them (delivery._members, handoff._auto read them
+    # there). ``jsonl`` is the file's: no callback-trace row comes before it.
+    said = F.when(reduce(operator.or_, [F.col(c).isNotNull() for c in SAID]), F.struct(*[F.col(c) for c in SAID]))
+    rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumn("said", said).drop(*SAID)
+    rows = rows.withColumns({
+        # only an assignment can start an interval, the one reader of where the member's trace ended, when it
+        # began (its first row the filter keeps) and of its member id (intervals): null on the other rows, so that
+        # those strings are not copied on every row
+        "member_last": F.when(name == ASSIGNED, F.struct(
+            last["ts"].alias("ts"), last["source"].alias("source"),
+            F.min(F.when(kept, F.col("timestamp"))).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"))),
+        "first_jsonl": F.col("jsonl") & ~F.coalesce(F.max(F.col("jsonl")).over(wm.rowsBetween(UNB, -1)),
+                                                     F.lit(False)),
         "inc": F.sum((name == STARTUP).cast("int")).over(upto),
-        "mid_ff": in_inc(F.when(F.col("member_id") != "", F.col("member_id"))),
+        "mid_ff": F.when(name == ASSIGNED, in_inc(F.when(F.col("member_id") != "", F.col("member_id")))),
         "life": F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto),
         "proto": _protocol(default_protocol, kept),
         # rd / policy: what spark_analysis.delivery.offsets reads per member (record_data printed so far, the
@@ -150,14 +183,23 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         "rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
         "policy": F.last(F.when(kept, F.col("auto_offset_reset")), True).over(upto),
         "gen_ff": in_inc(F.when(kept, F.coalesce(F.col("generation"), F.col("moved_generation"))))})
+    first_file = F.col("first_jsonl")
+    rows = rows.withColumn("context", F.when(first_file | F.col("said").isNotNull(), F.struct(
+        F.when(first_file, F.col("format")).alias("format"), F.when(first_file, F.col("commits_shown"))
+        .alias("commits_shown"), *[F.col("said")[c].alias(c) for c in SAID]))) \
+        .drop("format", "commits_shown", "said", "first_jsonl")
     # known reads proto, ends_life reads gen_ff: the second pass (shut_down rides along, in the columns' old order)
     rows = rows.withColumns({
         "known": F.max((kept & (F.col("jsonl") | name.isin(STARTUP, LOST)
                                 | ((name == ASSIGNED) & (F.col("proto") == "eager")))).cast("int")).over(upto) == 1,
         "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
                                 F.lit(False)),
-        "ends_life": _ends_life(wm, kept)}).filter(kept)
-    wtp = Window.partitionBy("group", "member", "life", "topic", "partition").orderBy("seq", "part")
+        "ends_life": _ends_life(wm, kept),
+        # the member's generation on its last row the filter keeps, where an interval still open at the end of
+        # its trace ends (intervals' "eof"); on assignment rows only, as member_last
+        "member_last_gen": F.when(name == ASSIGNED, F.last(F.when(kept, F.struct(F.col("gen_ff").alias("v"))), True)
+                                  .over(wm.rowsBetween(UNB, UNF))["v"])}).filter(kept)
+    wtp = Window.partitionBy(*TP_WINDOW[:5]).orderBy(*TP_WINDOW[5:])
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))
     has_tp = F.col("topic").isNotNull() & F.col("partition").isNotNull()
     rows = rows.withColumn("owned_before", has_tp & F.coalesce(prev_own == ASSIGNED, F.lit(False)))
@@ -178,7 +220,7 @@ def intervals(rows: DataFrame) -> DataFrame:
     # reversed order. (A frame from 1 following to unbounded following costs Spark the rest of the
     # partition for every row: quadratic per member.) Every per-member column is read in that one reversed
     # order -- the member's last row is its first -- and none reads another's result, so they are one pass (one
-    # Window operator: the member's rows sorted once here), and one more per partition for the next release.
+    # Window operator), and one more per partition for the next release.
     # What a lifetime's end reads from the row before it is a column of the member rows (``ends_life``): looked
     # up here, in the reversed order, it was a pass of its own.
     back = Window.partitionBy("group", "member").orderBy(F.desc("seq"), F.desc("part"))
@@ -188,18 +230,20 @@ def intervals(rows: DataFrame) -> DataFrame:
         F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
         F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
         F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
-    whole = back.rowsBetween(UNB, UNF)
-    rows = rows.withColumns({
+    # Only the rows an interval starts at (is_new) or may end at (a release, a lifetime's end) take part: the
+    # next release or lifetime end after a row is the same among them as among all the member's rows, and what
+    # an interval reads of the member's other rows (its first and last) member_rows keeps on the assignment
+    # rows (member_last, member_last_gen). So the two windows sort those few rows, not every member row.
+    marks = rows.filter(F.col("is_new") | F.col("is_release") | F.col("ends_life").isNotNull())
+    marks = marks.withColumns({
         "next_life": F.last("ends_life", True).over(back.rowsBetween(UNB, -1)),
-        "first_ts": F.min("timestamp").over(whole),
-        "last_gen": F.first("gen_ff").over(whole),
         "next_release": release.over(back_tp)})
-    new = rows.filter(F.col("is_new"))
+    new = marks.filter(F.col("is_new"))
     rel, life = F.col("next_release"), F.col("next_life")
     by_release = rel.isNotNull() & (life.isNull() | (rel["seq"] < life["seq"]))
     last = F.col("member_last")
     eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest(last["ts"], "timestamp").alias("ts"),
-                   F.lit("eof").alias("kind"), F.col("last_gen").alias("gen"), last["source"].alias("source"),
+                   F.lit("eof").alias("kind"), F.col("member_last_gen").alias("gen"), last["source"].alias("source"),
                    F.concat(last["source"], F.lit(":end")).alias("where"))
     end = F.when(by_release, rel).when(life.isNotNull(), life).otherwise(eof)
     return new.select(
@@ -207,7 +251,7 @@ def intervals(rows: DataFrame) -> DataFrame:
         F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
         ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
         (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
-        F.col("first_ts").alias("member_first_ts"), end.alias("end"))
+        last["first_ts"].alias("member_first_ts"), end.alias("end"))
 
 
 def event_level(rows: DataFrame, *extra: Any) -> DataFrame:

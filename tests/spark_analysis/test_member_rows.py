@@ -5,7 +5,9 @@ only its own windows read (``STATE_ONLY``) after them: every column a row carrie
 out of each of its Window operators and into the cache (docs/benchmarks.md, "narrower member rows"). The two lists
 are held here to the job itself, from the physical plans of every frame ``mine.plan`` builds: the columns each scan
 of the member rows' cache reads. A column the rows carry that no frame reads fails the first test; a reader of a
-dropped column fails every test (the plan does not build).
+dropped column fails every test (the plan does not build). The columns only other rules read (``CONTEXT``) ride
+in one sparse struct, held here to the corpus; and the cached rows' order (``TP_WINDOW``) to the window that reads
+them without a sort.
 """
 
 from __future__ import annotations
@@ -61,10 +63,10 @@ def test_every_column_the_member_rows_carry_is_read_by_the_job(spark: Any, sampl
     p = mine.plan(spark, samples_corpus)
     try:
         read = _columns_read(spark, p)
-        assert not set(ownership.NOT_READ + ownership.STATE_ONLY) & set(p.rows.columns)
+        assert not set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) & set(p.rows.columns)
         assert sorted(set(p.rows.columns) - read) == []
         # and the walk found the readers: the rules' columns and the state's
-        assert {"owned_before", "ends_life", "minOffset", "enable_auto_commit", "max_gen_where"} <= read
+        assert {"owned_before", "ends_life", "minOffset", "context", "max_gen_where"} <= read
     finally:
         p.release()
 
@@ -73,4 +75,70 @@ def test_the_columns_member_rows_drops_are_in_the_corpus(spark: Any, samples_cor
     # a dropped name that is no column (renamed in the layout) would be dropped silently (DataFrame.drop ignores it)
     # and carried again
     events = mine.load(spark, samples_corpus)
-    assert set(ownership.NOT_READ + ownership.STATE_ONLY) <= set(events.columns)
+    assert set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) <= set(events.columns)
+
+
+def test_the_context_holds_what_its_readers_read(spark: Any, samples_corpus: Path) -> None:
+    # ownership.CONTEXT: the rules that read those columns read them where the rows keep them -- a SAID column on
+    # every row that says it, format and commits_shown on each member's first callback-trace row (by seq, part) --
+    # and the struct is null on every other row (else it is carried where nothing reads it). Expected from the
+    # corpus's own columns, the first callback-trace row by an aggregate rather than member_rows' window.
+    from pyspark.sql import functions as F
+
+    events = mine.load(spark, samples_corpus)
+    rows = ownership.member_rows(events, None)
+    key = ["group", "seq", "part"]
+    first = events.filter(F.col("member").isNotNull() & F.col("jsonl")).groupBy("group", "member").agg(
+        F.min(F.struct("seq", "part")).alias("k")).select("group", "k.seq", "k.part", F.lit(True).alias("first"))
+    said = ownership.CONTEXT[2:]
+    expected = events.join(first, key, "left").select(*key, *[F.when(F.col("first"), F.col(c)).alias(c)
+                                                              for c in ("format", "commits_shown")], *said)
+    got = rows.select(*key, *[F.col("context")[c].alias(c) for c in ownership.CONTEXT],
+                      F.col("context").isNull().alias("none"))
+    # compared as JSON: a map (moved_generations) has no equality in Spark SQL
+    both = got.select(*key, "none", F.to_json(F.struct(*ownership.CONTEXT)).alias("got")).join(
+        expected.select(*key, F.to_json(F.struct(*ownership.CONTEXT)).alias("expected"),
+                        F.least(*[F.col(c).isNull() for c in ownership.CONTEXT]).alias("e_none")), key, "left")
+    differ = both.filter(~F.col("got").eqNullSafe(F.col("expected")) | (F.col("none") != F.col("e_none")))
+    assert differ.limit(5).collect() == []
+    # the samples say these, so the comparison above is not over nulls only
+    held = got.agg(*[F.count(c).alias(c) for c in ("format", "commits_shown", "enable_auto_commit",
+                                                    "subscription")]).collect()[0]
+    assert min(held) > 0, held.asDict()
+
+
+def _sorts_under_windows(node: Any, found: list[str], below_window: bool = False) -> None:
+    """The sorts between a Window operator and the cache scans it reads (a py4j ``SparkPlan``; the cached frames'
+    own plans are not its children)."""
+    kind = node.getClass().getSimpleName()
+    if kind == "AdaptiveSparkPlanExec":
+        _sorts_under_windows(node.inputPlan(), found, below_window)
+        return
+    if kind == "SortExec" and below_window:
+        found.append(node.toString())
+    below_window = below_window or kind == "WindowExec"
+    children = node.children()
+    for i in range(children.size()):
+        _sorts_under_windows(children.apply(i), found, below_window)
+
+
+def test_unowned_reads_the_cached_rows_in_their_order(spark: Any, samples_corpus: Path) -> None:
+    # invariants.unowned's window is ordered as the member rows' last Window operator sorts them
+    # (ownership.TP_WINDOW): over the cached rows it sorts nothing. A change to either order brings the sort back.
+    from spark_analysis import invariants
+
+    rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None).persist()
+    try:
+        found: list[str] = []
+        _sorts_under_windows(invariants.unowned(rows)._jdf.queryExecution().executedPlan(), found)
+        assert found == []
+        # and the walk sees such a sort where there is one: the same window over the rows in (seq, part) order
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        w = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
+        _sorts_under_windows(rows.withColumn("n", F.row_number().over(w))._jdf.queryExecution().executedPlan(),
+                             found)
+        assert len(found) == 1
+    finally:
+        rows.unpersist()
