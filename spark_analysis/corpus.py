@@ -38,7 +38,7 @@ from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
 from traces.merge import merged
 from traces.readers import JSONL_FORMATS
-from traces.runs import require_events, shared_member_text, shared_members
+from traces.runs import require_events, shared_member_text, shared_members, stray_files
 from traces.runs import split as split_runs
 from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
 from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS, MemberContext
@@ -451,7 +451,7 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
         part += doc["parts"]
         if not doc["events"] and run.loose:
             # as groupspec check: files a shell glob put beside the directories are ignored, not a run
-            stray += [{"path": s["path"], "why": "no event read"} for s in doc["sources"]] + doc["ignored_files"]
+            stray += stray_files(doc)
             continue
         require_events(doc, run, "written")
         docs.append((run, doc))

@@ -72,6 +72,13 @@ def require_events(inp: dict[str, Any], run: Run, done: str = "checked") -> None
                           + f" -- nothing was {done}", source=run.label)
 
 
+def stray_files(inp: dict[str, Any]) -> list[dict[str, str]]:
+    """The files of a run of loose files (named beside directories: ``real/*`` names README.md too) from which no
+    event was read, as ignored files: not a run, but not dropped silently either. ``inp`` as
+    :func:`require_events`'."""
+    return [{"path": s["path"], "why": "no event read"} for s in inp["sources"]] + inp["ignored_files"]
+
+
 def _rename(name: str, run: Run) -> str:
     return f"{name} @ {run.label}"
 
@@ -271,4 +278,4 @@ def _delivery(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["Run", "TraceInputError", "combine", "overlaps", "require_events", "split"]
+__all__ = ["Run", "TraceInputError", "combine", "overlaps", "require_events", "split", "stray_files"]

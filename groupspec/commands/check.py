@@ -26,7 +26,7 @@ from traces.merge import merged
 from traces.readers import FORMATS
 from traces.readers.logtime import parse_zone
 from traces.report import build
-from traces.runs import combine, require_events, shared_member_text, shared_members
+from traces.runs import combine, require_events, shared_member_text, shared_members, stray_files
 from traces.runs import split as split_runs
 from traces.schema import InputStats, Located, TraceInputError
 
@@ -132,8 +132,7 @@ def check(paths: list[str], config: CheckConfig, fmt: str | None = None, strict:
         if not report["input"]["events"] and one.loose and len(runs) > 1:
             # files a shell glob put beside the directories (`real/*` names README.md too): like a
             # directory's README, listed as ignored -- but a directory that gives nothing is an error
-            stray += [{"path": s["path"], "why": "no event read"} for s in report["input"]["sources"]]
-            stray += plan.ignored
+            stray += stray_files(report["input"])
             continue
         require_events(report["input"], one)
         reports.append(report)
