@@ -43,6 +43,12 @@ CONF = {
     # default 300 s and failed the job ("Could not execute broadcast in 300 secs"): the wait measures the
     # corpus, not the broadcast. No limit (SQLConf.broadcastTimeout reads a negative value as Long.MaxValue)
     "spark.sql.broadcastTimeout": "-1",
+    # the job's plans are hundreds of operators deep and each whole-stage pipeline is compiled to a class the JIT
+    # then compiles again, most of them run over a few partitions only; without whole-stage code generation the
+    # operators run their own (interpreted-per-row, generated-per-expression) code and the whole job cost 6-7%
+    # less JVM CPU at 10M (two alternating rounds; JIT -9-15%, GC -16-19%) with equal findings, and finished at
+    # 50M (docs/benchmarks.md, "whole-stage code generation off")
+    "spark.sql.codegen.wholeStage": "false",
 }
 
 
