@@ -43,11 +43,19 @@ CONF = {
     # default 300 s and failed the job ("Could not execute broadcast in 300 secs"): the wait measures the
     # corpus, not the broadcast. No limit (SQLConf.broadcastTimeout reads a negative value as Long.MaxValue)
     "spark.sql.broadcastTimeout": "-1",
-    # the job's plans are hundreds of operators deep and each whole-stage pipeline is compiled to a class the JIT
-    # then compiles again, most of them run over a few partitions only; without whole-stage code generation the
-    # operators run their own (interpreted-per-row, generated-per-expression) code and the whole job cost 6-7%
-    # less JVM CPU at 10M (two alternating rounds; JIT -9-15%, GC -16-19%) with equal findings, and finished at
-    # 50M (docs/benchmarks.md, "whole-stage code generation off")
+}
+
+
+# Settings the job runs faster with but does not need: each is set only where nobody gave it a value -- the
+# benchmark's --conf, spark-submit's --conf, spark-defaults.conf, or a notebook's spark.conf.set before build().
+# They cannot go into CONF: the builder's options overwrite what spark-submit set (SparkSession.Builder.getOrCreate
+# copies them over the SparkConf it loads).
+DEFAULTS = {
+    # The job's plans are hundreds of operators deep, and whole-stage code generation compiles each pipeline of
+    # them into a class of its own that the JVM's JIT then compiles again, for stages that mostly run over a few
+    # partitions. Without it the operators run their own code, expressions still generated. Measured: the whole
+    # job 6.1% and 6.9% less JVM CPU at 10M (two alternating rounds; JIT 9-15% less, GC 16-19% less), the same
+    # findings, and it finished at 50M (docs/benchmarks.md, "whole-stage code generation off").
     "spark.sql.codegen.wholeStage": "false",
 }
 
@@ -98,6 +106,9 @@ def build(master: str | None = "local[*]", app: str = "groupspec mine", extra: d
     for key, value in {**CONF, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    for key, value in DEFAULTS.items():
+        if spark.conf.get(key, None) is None:  # None: nobody set it (whatever Spark's own default is)
+            spark.conf.set(key, value)
     # Spark's default of 200 shuffle partitions makes hundreds of near-empty tasks per stage on a small
     # corpus; two per core keeps every core busy. (The corpus is repartitioned by group into this many
     # partitions, and every later stage keeps them.) A value the user gave is kept: in ``extra`` (the

@@ -1,5 +1,5 @@
-"""The session settings a user can give the job: the storage level of mine.plan's cached frames, and the
-shuffle partition count, fitted to the corpus when nobody gave one."""
+"""The session settings a user can give the job: the storage level of mine.plan's cached frames, the shuffle
+partition count, fitted to the corpus when nobody gave one, and the settings the job only runs faster with."""
 
 from __future__ import annotations
 
@@ -133,3 +133,26 @@ def test_a_run_puts_the_sessions_count_back(spark: Any) -> None:
     finally:
         spark.conf.unset(session.OWN_PARTITIONS)
         spark.conf.set("spark.sql.shuffle.partitions", given)
+
+
+def test_the_speed_defaults_apply_only_where_nobody_set_them(spark: Any) -> None:
+    """Whole-stage code generation is off in a session nobody told otherwise (the test session), and a value
+    set before build() -- by a notebook, or by spark-submit's --conf, which reaches the session's conf the same
+    way -- is kept when build() runs again; ``extra`` (the benchmark's --conf) wins too."""
+    key = "spark.sql.codegen.wholeStage"
+    assert session.DEFAULTS[key] == "false" and spark.conf.get(key) == "false"
+    kept = {k: spark.conf.get(k, None) for k in ("spark.sql.shuffle.partitions", session.FROM_CORPUS,
+                                                 session.OWN_PARTITIONS)}
+    try:
+        spark.conf.set(key, "true")
+        assert session.build("local[*]") is spark and spark.conf.get(key) == "true"
+        spark.conf.unset(key)
+        assert session.build("local[*]") is spark and spark.conf.get(key) == "false"
+        assert session.build("local[*]", extra={key: "true"}) is spark and spark.conf.get(key) == "true"
+    finally:
+        spark.conf.set(key, "false")
+        for k, v in kept.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
