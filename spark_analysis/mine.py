@@ -106,7 +106,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))
              .unionByName(inv.unowned(rows))
-             .unionByName(inv.stale_commits(rows))
+             .unionByName(inv.stale_commits(rows, events))
              .unionByName(inv.generation_down(rows))
              .unionByName(rj.rejected_generations(rows, iv))
              .unionByName(inv.eager_not_revoked(rows, iv)))
