@@ -271,7 +271,9 @@ def revoked_then_assigned(rows: DataFrame) -> DataFrame:
     last = F.last(F.when(F.col("is_release"), F.struct(
         F.col("member").alias("member"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("gen"),
         F.col("timestamp").alias("ts"), where().alias("where"))), True).over(wgtp)
-    cand = rows.withColumn("last_revoke", last).filter(
+    # the rows judged (new assignments) and the releases the window remembers: the last release before each is the
+    # same over these as over every member row, and the rest (most of them) are not sorted for it
+    cand = rows.filter(F.col("is_new") | F.col("is_release")).withColumn("last_revoke", last).filter(
         F.col("is_new") & (F.col("proto") == "cooperative") & (F.col("gen_ff") >= 0)
         & F.col("last_revoke").isNotNull() & (F.col("last_revoke.member") != F.col("member"))
         & (F.col("last_revoke.gen") == F.col("gen_ff")))
@@ -330,22 +332,32 @@ def unowned(rows: DataFrame) -> DataFrame:
 
 def group_generations(events: DataFrame) -> DataFrame:
     """Each row with the highest generation its group had reached by then (member and coordinator events
-    alike, as the checker's ``GroupState.max_gen``), when and where it was first reached."""
+    alike, as the checker's ``GroupState.max_gen``): ``max_gen``. When and where the group reached it is
+    :func:`_generations_reached`' (per group and generation, not on every row)."""
     wg = Window.partitionBy("group").orderBy("seq", "part").rowsBetween(UNB, 0)
-    out = events.withColumn("max_gen", F.max(F.when(F.col("generation") >= 0, F.col("generation"))).over(wg))
-    # both in one projection: one Window operator, one pass over every row (a withColumn each was two, the
-    # second's argument computed between them)
-    first = Window.partitionBy("group", "max_gen")
-    return out.withColumns({"max_gen_ts": F.min("timestamp").over(first),
-                            "max_gen_where": F.min_by(where(), F.col("seq")).over(first)})
+    return events.withColumn("max_gen", F.max(F.when(F.col("generation") >= 0, F.col("generation"))).over(wg))
 
 
-def stale_commits(rows: DataFrame) -> DataFrame:
+def _generations_reached(events: DataFrame) -> DataFrame:
+    """``group, max_gen, max_gen_ts, max_gen_where``: for each generation a group reached, the earliest timestamp of
+    its rows at it (:func:`group_generations`' ``max_gen``), and where it was first reached (``file:line``).
+
+    An aggregate per group and generation, inside the group partitions (no exchange, no sort): the few commits
+    :func:`stale_commits` judges look it up. It was a window over every corpus row, with a sort of them by
+    ``(group, max_gen)`` and the ``file:line`` text built on each, carried on every row into the member rows' cache
+    (docs/benchmarks.md, h23-rest)."""
+    first = F.min_by(F.struct(F.col("source").alias("source"), F.col("line").alias("line")), F.col("seq"))
+    return events.filter(F.col("max_gen").isNotNull()).groupBy("group", "max_gen").agg(
+        F.min("timestamp").alias("max_gen_ts"), first.alias("first")).select(
+        "group", "max_gen", "max_gen_ts", where("first.source", "first.line").alias("max_gen_where"))
+
+
+def stale_commits(rows: DataFrame, events: DataFrame) -> DataFrame:
     """commit-owned-only: a successful commit with a generation older than one the group had reached before it
-    (``rows`` carry :func:`group_generations`' columns)."""
-    events = rows.filter(commit_ok()
-                         & (F.col("gen_ff") >= 0) & (F.col("max_gen") > F.col("gen_ff"))
-                         & (F.col("timestamp") > F.col("max_gen_ts")))
+    (``rows`` carry :func:`group_generations`' ``max_gen``; ``events`` are the corpus rows it was computed over)."""
+    cands = rows.filter(commit_ok() & (F.col("gen_ff") >= 0) & (F.col("max_gen") > F.col("gen_ff")))
+    events = cands.join(_generations_reached(events), ["group", "max_gen"]).filter(
+        F.col("timestamp") > F.col("max_gen_ts"))
     per_event = events.groupBy("group", "member", "seq", "timestamp", "gen_ff", "max_gen", "source", "line",
                                "max_gen_where").agg(
         F.collect_list(F.when(F.col("topic").isNotNull(), _tp())).alias("tps"))
@@ -370,7 +382,10 @@ def generation_down(rows: DataFrame) -> DataFrame:
     A moved member's files' last generations before the move (``moved_generations`` of the rows' ``context``, on
     its first row in the new group) hold until the file names another: the checker keeps ``Member.gen_by_src`` when it
     moves the member (``Checker._member``, ``_generation``)."""
-    ev = rows.filter(F.col("part") == 0)
+    # the rows judged and remembered (those with a generation) and a moved member's first row (what it brought): the
+    # windows' values are the same over these as over every event, and the rest are not sorted for them
+    ev = rows.filter((F.col("part") == 0) & ((F.col("generation") >= 0)
+                                             | F.col("context.moved_generations").isNotNull()))
     wsrc = Window.partitionBy("group", "member", "inc", "source").orderBy("seq").rowsBetween(UNB, -1)
     carried = F.element_at(F.first(F.col("context.moved_generations"), True)
                            .over(Window.partitionBy("group", "member", "inc")), F.col("source"))
@@ -405,7 +420,13 @@ def eager_not_revoked(rows: DataFrame, iv: DataFrame) -> DataFrame:
     # a member moves once, from the group it started in (Checker._member), named by moved_from in the new group
     home = F.coalesce(F.first(F.col("context.moved_from"), True).over(Window.partitionBy("group", "member")),
                       F.col("group"))
-    ev = (rows.withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen).withColumn("home", home)
+    # the rows judged (assignments, joins) and those the windows read (assignments; a moved member's first row in
+    # its new group): every window's partition is whole or starts at its first row, and every other row holds a
+    # null (or is_new false) for each of them, so their values on the rows kept are those over every member row;
+    # the polls, commits and records, most of the rows, are not sorted for them
+    ev = (rows.filter(name.isin(ASSIGNED, JOINED) | F.col("context.moved_assigned_gen").isNotNull()
+                      | F.col("context.moved_from").isNotNull())
+          .withColumn("any_new", new_per_event).withColumn("assigned_gen", assigned_gen).withColumn("home", home)
           .filter(F.col("part") == 0).filter(F.col("proto") == "eager"))
     on_assign = (name == ASSIGNED) & F.col("any_new")
     joined = (name == JOINED) & (F.col("generation") >= 0) & \

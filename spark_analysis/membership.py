@@ -60,7 +60,9 @@ def unsubscribed(rows: DataFrame) -> DataFrame:
     """subscribed-only: newly assigned partitions of topics the member does not subscribe to."""
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
     sub = F.last(F.col("context.subscription"), True).over(wm)
-    cands = rows.withColumn("sub", sub).filter(
+    # the rows judged (new assignments) and those that say a subscription: the running last subscription is the
+    # same over these as over every member row, and the rest (most of them) are not sorted for it
+    cands = rows.filter(F.col("is_new") | F.col("context.subscription").isNotNull()).withColumn("sub", sub).filter(
         F.col("is_new") & F.col("sub").isNotNull() & ~F.array_contains(F.col("sub"), F.col("topic")))
     ev = _per_event(cands.withColumn("subs", F.array_join(F.array_sort(F.array_distinct(F.col("sub"))), ", ")),
                     "subs")
@@ -70,8 +72,33 @@ def unsubscribed(rows: DataFrame) -> DataFrame:
                                              labels(F.col("tps")), F.col("subs"))))
 
 
+def _memory_rows(rows: DataFrame) -> DataFrame:
+    """The member rows :func:`revoked_came_back` reads: assignments (judged, and its ``assigned_gen``, ``epoch`` and
+    last assignment event), revokes (the partitions it remembers), startups (a lifetime's first event) and the
+    first row of a member that moved in (``moved_assigned_gen``, ``moved_revoked``). Each window value a kept row
+    takes is the same as over every row: every frame runs from the start of its partition to the row (or to the row
+    or event before it), and every aggregate reads only these rows' values (null, or 0 for the epoch's count of
+    ``is_new``, on every other row), so the rows left out change no value.
+
+    The remembered prepare revoke and the last assignment event are taken within the lifetime (``inc``), where they
+    were once taken over all the member's rows: a prepare revoke of an earlier lifetime has a ``seq`` below the
+    lifetime's startup, so it was never later than the last assignment event (the startup at the least), and
+    judged nothing; and the last assignment event is read on assignments only, whose lifetime's startup (if any)
+    comes before them. A loss (``partitions_lost``) releases a partition, but neither kind remembers it."""
+    name = F.col("name")
+    return rows.filter(name.isin(ASSIGNED, REVOKED, STARTUP) | F.col("context.moved_assigned_gen").isNotNull()
+                       | F.col("context.moved_revoked").isNotNull())
+
+
 def revoked_came_back(rows: DataFrame) -> DataFrame:
-    """revoke-only-moved, both kinds (see the module doc)."""
+    """revoke-only-moved, both kinds (see the module doc).
+
+    Only the rows the rule reads take part (:func:`_memory_rows`): the assignments it judges and the rows its
+    memory is made of; a member's polls, commits and records, most of its rows, neither are judged nor change what
+    it remembers. The per-member windows are two specs, not four: one per lifetime (``inc``) and one per lifetime
+    and partition, as the checker's ``Member`` forgets both kinds at a restart (:func:`_memory_rows` says why the
+    frames that look past a restart give the same findings within it).
+    """
     name = F.col("name")
     gen = F.when(F.col("gen_ff") >= 0, F.col("gen_ff"))
     # the generation of the member's last assignment event (Member.assigned_gen), before the row; a restart
@@ -84,22 +111,23 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
         F.first(F.col("context.moved_assigned_gen"), True).over(winc.rangeBetween(UNB, 0)))
     # the memory a moved member brought (on its first row in the new group, so the frame includes the row)
     carried = F.first(F.col("context.moved_revoked"), True).over(winc.rangeBetween(UNB, 0))
-    last_assign_ev = F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(
-        Window.partitionBy("group", "member").orderBy("seq").rangeBetween(UNB, -1))
+    # the member's last assignment or startup event before the row: within the lifetime, since a lifetime begins
+    # with its startup_complete (inc counts them), so that the one before a lifetime's rows is its own startup
+    last_assign_ev = F.max(F.when(name.isin(ASSIGNED, STARTUP), F.col("seq"))).over(winc.rangeBetween(UNB, -1))
     epoch = F.sum(F.col("is_new").cast("int")).over(
         Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1))
     coop = F.col("proto") == "cooperative"
-    r = (rows.withColumn("assigned_gen", assigned_gen).withColumn("last_assign_ev", last_assign_ev)
-         .withColumn("epoch", F.coalesce(epoch, F.lit(0))).withColumn("g", gen).withColumn("carried", carried))
+    r = (_memory_rows(rows).withColumns({"assigned_gen": assigned_gen, "last_assign_ev": last_assign_ev,
+                                         "carried": carried})
+         .withColumn("epoch", F.coalesce(epoch, F.lit(0))).withColumn("g", gen))
     revoke = (name == REVOKED) & F.col("is_release") & coop & F.col("g").isNotNull() & F.col("assigned_gen").isNotNull()
     prepare = revoke & (F.col("g") == F.col("assigned_gen"))
     complete = revoke & (F.col("g") > F.col("assigned_gen"))
-    wtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
     witp = Window.partitionBy("group", "member", "inc", "topic", "partition").orderBy("seq", "part") \
         .rowsBetween(UNB, -1)
-    r = (r.withColumn("prep", F.last(F.when(prepare, F.struct(F.col("seq").alias("seq"), F.col("epoch").alias("epoch"),
-                                                                where().alias("w"))), True).over(wtp))
-         .withColumn("completed", F.collect_set(F.when(complete, F.col("g"))).over(witp)))
+    r = r.withColumns({"prep": F.last(F.when(prepare, F.struct(F.col("seq").alias("seq"), F.col("epoch").alias("epoch"),
+                                                                 where().alias("w"))), True).over(witp),
+                       "completed": F.collect_set(F.when(complete, F.col("g"))).over(witp)})
     assigning = F.col("is_new") & coop & F.col("g").isNotNull()
     back = assigning & F.col("prep").isNotNull() & (F.col("prep.seq") > F.coalesce(F.col("last_assign_ev"), F.lit(-1))) \
         & (F.col("prep.epoch") == F.col("epoch"))

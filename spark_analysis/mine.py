@@ -106,7 +106,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))
              .unionByName(inv.unowned(rows))
-             .unionByName(inv.stale_commits(rows))
+             .unionByName(inv.stale_commits(rows, events))
              .unionByName(inv.generation_down(rows))
              .unionByName(rj.rejected_generations(rows, iv))
              .unionByName(inv.eager_not_revoked(rows, iv)))
@@ -221,6 +221,35 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         gc.collect()
 
 
+def collect(p: Plan, config: MineConfig) -> dict[str, Any]:
+    """The report's counts, summaries and analytics, collected from the plan's frames (``mine.run`` calls it after
+    the findings are written; the benchmark's profile runs it as a part of its own)."""
+    # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
+    counts = p.events.agg(F.count(F.when(F.col("part") == 0, 1)).alias("events"), F.count(F.lit(1)).alias("rows"),
+                          F.countDistinct("group").alias("groups")).collect()[0]
+    bad = [r.asDict(recursive=True) for r in wf.summary(p.malformed).collect()]
+    rebalances = p.rebalances.persist()
+    per_minute = [r.asDict() for r in rb.per_minute(rebalances).orderBy("group", "minute").collect()]
+    storms = [r.asDict() for r in rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)
+              .orderBy("group", "window_start").collect()]
+    pauses = p.pauses.select("pause_ms").summary("count", "min", "50%", "max").collect()
+    # ties broken by the pause's own columns: a fleet of copies has many equal pauses, and the 20 listed
+    # (and their order) must not depend on how the partitions happened to be read
+    pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms"), "group", "member", "start", "end",
+                                                      "generation").limit(20).collect()]
+    pause_hist = [r.asDict() for r in p.pauses.groupBy(
+        (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
+    moved = p.moves.count()
+    unchecked_rows = sorted((r.asDict() for r in p.unchecked.collect()),
+                            key=lambda r: (r["group"], r["what"], r["policy"] or ""))
+    rb_total = rebalances.count()
+    delivery = hd.summary(p.handoffs, config.max_examples) if p.handoffs is not None else None
+    rebalances.unpersist()
+    return {"counts": counts, "bad": bad, "per_minute": per_minute, "storms": storms, "pauses": pauses,
+            "pause_top": pause_top, "pause_hist": pause_hist, "moved": moved, "unchecked_rows": unchecked_rows,
+            "rb_total": rb_total, "delivery": delivery}
+
+
 def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig,
          progress: Callable[[str], None] | None) -> dict[str, Any]:
     started = time.monotonic()
@@ -233,28 +262,9 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
             found_df = p.findings
         found = [_finding_json(r) for r in found_df.collect()]
         n_shuffles = shuffles(p.findings, *([p.handoffs] if p.handoffs is not None else []))
-        # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
-        counts = p.events.agg(F.count(F.when(F.col("part") == 0, 1)).alias("events"), F.count(F.lit(1)).alias("rows"),
-                              F.countDistinct("group").alias("groups")).collect()[0]
-        bad = [r.asDict(recursive=True) for r in wf.summary(p.malformed).collect()]
-        rebalances = p.rebalances.persist()
-        per_minute = [r.asDict() for r in rb.per_minute(rebalances).orderBy("group", "minute").collect()]
-        storms = [r.asDict() for r in rb.storms(rebalances, config.storm_window_ms, config.storm_threshold)
-                  .orderBy("group", "window_start").collect()]
-        pauses = p.pauses.select("pause_ms").summary("count", "min", "50%", "max").collect()
-        # ties broken by the pause's own columns: a fleet of copies has many equal pauses, and the 20 listed
-        # (and their order) must not depend on how the partitions happened to be read
-        pause_top = [r.asDict() for r in p.pauses.orderBy(F.desc("pause_ms"), "group", "member", "start", "end",
-                                                          "generation").limit(20).collect()]
-        pause_hist = [r.asDict() for r in p.pauses.groupBy(
-            (F.floor(F.col("pause_ms") / 1000) * 1000).alias("bucket_ms")).count().orderBy("bucket_ms").collect()]
-        moved = p.moves.count()
-        unchecked_rows = sorted((r.asDict() for r in p.unchecked.collect()),
-                                key=lambda r: (r["group"], r["what"], r["policy"] or ""))
-        rb_total = rebalances.count()
-        delivery = hd.summary(p.handoffs, config.max_examples) if p.handoffs is not None else None
-        rebalances.unpersist()
+        c = collect(p, config)
     p.release()
+    counts, unchecked_rows, delivery = c["counts"], c["unchecked_rows"], c["delivery"]
     found.sort(key=lambda f: (f["severity"] != inv.VIOLATION, f["group"], f["window"][0], f["invariant"],
                               f["members"], [(t["topic"], t["partition"]) for t in f["partitions"]]))
     violations = [f for f in found if f["severity"] == inv.VIOLATION]
@@ -281,15 +291,15 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
                   "malformed_examples": info.get("skipped_examples", []),
                   "malformed_sequences": dict(sorted(Counter({}).items()))},
         "wellformed": sorted(({"group": b["group"], "kind": b["kind"], "count": b["count"],
-                               "first": b["first"]["where"]} for b in bad), key=lambda b: (b["group"], b["kind"])),
+                               "first": b["first"]["where"]} for b in c["bad"]), key=lambda b: (b["group"], b["kind"])),
         "analytics": {
-            "rebalances": rb_total,
-            "rebalances_per_minute": per_minute,
-            "storms": storms,
-            "partitions_moved": moved,
-            "pause_summary": {r["summary"]: r["pause_ms"] for r in pauses},
-            "longest_pauses": pause_top,
-            "pause_histogram": pause_hist,
+            "rebalances": c["rb_total"],
+            "rebalances_per_minute": c["per_minute"],
+            "storms": c["storms"],
+            "partitions_moved": c["moved"],
+            "pause_summary": {r["summary"]: r["pause_ms"] for r in c["pauses"]},
+            "longest_pauses": c["pause_top"],
+            "pause_histogram": c["pause_hist"],
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
         },
         "spark": {"master": spark.sparkContext.master, "version": spark.version,

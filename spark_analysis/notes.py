@@ -76,7 +76,7 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
     # the checker's _context reads every member event (superseded client-log lines included); its saw["ownership"]
     # counts the callbacks it did not take as context only (_callback_superseded)
     from_events = events.select(
-        F.col("group"), trace_set(F.col("group")).alias("set"), member.alias("member"),
+        F.col("group"), member.alias("member"),
         _as_long(is_member & first_row & name.isin(*OWNERSHIP) & ~(~F.col("jsonl") & F.col("callback")))
         .alias("ownership"),
         _as_long(((name == "coordinator_stable") & F.col("topic").isNotNull())
@@ -90,13 +90,13 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
     # Checker._unowned / _commit_unowned: an entry of a partition not owned, by a member not yet known
     from_rows = rows.filter(F.col("topic").isNotNull() & (name.isin(CONSUMED, RECORD_DATA) | commit_entry_ok())
                             & ~F.col("owned_before") & ~F.col("known")).select(
-        F.col("group"), trace_set(F.col("group")).alias("set"), F.lit(None).cast("string").alias("member"),
+        F.col("group"), F.lit(None).cast("string").alias("member"),
         *[zero.alias(k) for k in ("ownership", "assignments", "subscription", "generation", "commits")],
         F.lit(1).cast("long").alias("unverified"), zero.alias("first-polls"), zero.alias("no-gap-judged"),
         F.lit(None).cast(null_struct).alias("named"), F.lit(None).cast(null_struct).alias("by_assignor"))
     # DeliveryChecks._first_consumption: saw["offsets"] and opportunities["no-gap"]
     from_polls = first_polls.select(
-        F.col("group"), trace_set(F.col("group")).alias("set"), F.lit(None).cast("string").alias("member"),
+        F.col("group"), F.lit(None).cast("string").alias("member"),
         *[zero.alias(k) for k in ("ownership", "assignments", "subscription", "generation", "commits", "unverified")],
         F.lit(1).cast("long").alias("first-polls"),
         _as_long(F.col("outcome").isin("judged", "assumed-zero")).alias("no-gap-judged"),
@@ -107,8 +107,9 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
     # assignor's kind
     sums = [F.sum(F.col(k)).alias(k) for k in _SUMS]
     per_member_aggs = [*sums, F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")]
+    # (the set, a regular expression of the group name, is taken once per group and member, not on every row)
     per_member = from_events.unionByName(from_rows).unionByName(from_polls) \
-        .groupBy("group", "set", "member").agg(*per_member_aggs) \
+        .groupBy("group", "member").agg(*per_member_aggs).withColumn("set", trace_set(F.col("group"))) \
         .repartition("set").groupBy("set", "member").agg(*per_member_aggs)
     # Member.protocol: the last protocol named, else the default, else the first assignor's kind
     proto = F.coalesce(F.col("named.v"), F.lit(default_protocol) if default_protocol is not None

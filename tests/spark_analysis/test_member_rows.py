@@ -66,7 +66,7 @@ def test_every_column_the_member_rows_carry_is_read_by_the_job(spark: Any, sampl
         assert not set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) & set(p.rows.columns)
         assert sorted(set(p.rows.columns) - read) == []
         # and the walk found the readers: the rules' columns and the state's
-        assert {"owned_before", "ends_life", "minOffset", "context", "max_gen_where"} <= read
+        assert {"owned_before", "ends_life", "minOffset", "context", "max_gen"} <= read
     finally:
         p.release()
 
