@@ -448,7 +448,7 @@ PLAN_CALLS = {
                    "unowned", "stale_commits", "generation_down", "eager_not_revoked", "undecided_overlaps"),
     "mine": ("member_rows", "intervals"),
     "rejected": ("rejected_generations",),
-    "delivery": ("offsets", "broker_commits", "no_gap", "monotonic", "not_ahead", "unchecked_counts"),
+    "delivery": ("offsets", "ownerships", "broker_commits", "no_gap", "monotonic", "not_ahead", "unchecked_counts"),
     "membership": ("unsubscribed", "revoked_came_back", "static_rejoins", "no_coordinator"),
     "converges": ("converges",),
     "wellformed": ("malformed",),

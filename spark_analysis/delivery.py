@@ -39,7 +39,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, _label, _tp, finding
-from spark_analysis.ownership import CONSUMED, RECORD_DATA, STARTUP, UNB, commit_entry_ok, where
+from spark_analysis.ownership import CONSUMED, RECORD_DATA, STARTUP, TP_WINDOW, UNB, commit_entry_ok, where
 from traces.delivery import offset_notes
 from traces.state import UNKNOWN_POSITION
 
@@ -69,7 +69,12 @@ def offsets(rows: DataFrame) -> DataFrame:
     (the group's, before the row), and ``rows``' ``rd`` / ``policy`` (the member's record_data habit and
     reset policy)."""
     name = F.col("name")
-    wmtp = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, 0)
+    # The member's assignments of the partition counted in the order the member rows are cached in
+    # (ownership.TP_WINDOW), so that this window sorts nothing (as invariants.unowned's). Within one member's
+    # partition it is the (seq, part) order: ``life`` is a running count of the member's startup_complete and
+    # shutdown_complete rows in its (seq, part) order (ownership.member_rows), so it never goes down along that
+    # order, and of two rows the earlier by (seq, part) is never the later by (life, seq, part).
+    wmtp = Window.partitionBy(*TP_WINDOW[:4]).orderBy(*TP_WINDOW[4:]).rowsBetween(UNB, 0)
     polled = name.isin(CONSUMED, RECORD_DATA)
     ok_commit = commit_entry_ok()
     base = (rows
@@ -160,14 +165,22 @@ def _shown(at: Column) -> Column:
             & ~((F.col("fmt0") == "groupspec") & F.col("a0").isNotNull() & (F.col("a0") <= at)))
 
 
+def first_trace_rows(rows: DataFrame) -> DataFrame:
+    """Per member (``group, member``), its first callback-trace row by ``(seq, part)``, as ``j``: its ``seq``, and that
+    file's ``commits_shown`` (``s``) and ``format`` (``f``). The member rows keep a file's commits_shown and format on
+    that row only (ownership.CONTEXT), and the rows of one event share a seq: the first by ``(seq, part)`` is the
+    one. Read by no-gap (the checker's ``Member.commits_shown``, :func:`_members`) and by the handoffs
+    (``Member.auto_commit``, :func:`spark_analysis.handoff._auto`)."""
+    return rows.filter(F.col("jsonl")).groupBy("group", "member").agg(
+        F.min_by(F.struct(F.col("seq"), F.col("context.commits_shown").alias("s"), F.col("context.format").alias("f")),
+                 F.struct("seq", "part")).alias("j"))
+
+
 def _members(rows: DataFrame) -> DataFrame:
-    """Per member: its first callback-trace row (``j0``), that file's commits_shown and format, and its first
-    ``enable_auto_commit: true`` from then on (``a0``). The member rows keep a file's commits_shown and format on
-    that row only (ownership.CONTEXT): the first by ``(seq, part)``, as the rows of one event share a seq."""
-    first = rows.filter(F.col("jsonl")).groupBy("group", "member").agg(
-        F.min("seq").alias("j0"), F.min_by(F.struct(F.col("context.commits_shown").alias("s"),
-                                                     F.col("context.format").alias("f")),
-                                           F.struct("seq", "part")).alias("src"))
+    """Per member: its first callback-trace row (``j0``), that file's commits_shown and format
+    (:func:`first_trace_rows`), and its first ``enable_auto_commit: true`` from then on (``a0``)."""
+    first = first_trace_rows(rows).select("group", "member", F.col("j.seq").alias("j0"),
+                                          F.struct(F.col("j.s").alias("s"), F.col("j.f").alias("f")).alias("src"))
     auto = rows.filter(F.col("context.enable_auto_commit") == True).select(  # noqa: E712 (a column comparison)
         F.col("group").alias("a_group"), F.col("member").alias("a_member"), F.col("seq").alias("a_seq"))
     joined = first.join(auto, (first["group"] == auto["a_group"]) & (first["member"] == auto["a_member"])
@@ -205,15 +218,36 @@ def broker_commits(events: DataFrame) -> DataFrame:
                          & F.col("partition").isNotNull() & (F.col("offset") >= 0))
 
 
+def ownerships(off: DataFrame, iv: DataFrame) -> DataFrame:
+    """One row per ownership interval (``iv``: :func:`spark_analysis.ownership.intervals`) with what no-gap and the
+    handoffs read of it: ``group, member, topic, partition, inc, start_seq, end_seq, end_kind, end_where``, ``ac``
+    (its number among the member's assignments of the partition, as :func:`offsets` numbers the rows: an interval
+    starts at each assignment that counts), ``next_start`` (the member's next assignment of the partition, null if
+    none) and ``P``, the ownership's last position (its last poll's ``pos_after``; null if it never polled).
+
+    No-gap reads it for the positions a re-assignment or a restart dropped (``GroupState.high``), the handoffs for
+    a release's position and the new owner's at the close. Each computed it from ``off`` and ``iv`` on its own: a
+    caller that hands both the same frame (``own``) computes it once."""
+    finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
+        F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
+    wown = Window.partitionBy("group", "member", "topic", "partition").orderBy("start_seq")
+    return (iv.select("group", "member", "topic", "partition", "inc", "start_seq", F.col("end.seq").alias("end_seq"),
+                      F.col("end.kind").alias("end_kind"), F.col("end.where").alias("end_where"))
+            .withColumns({"ac": F.row_number().over(wown), "next_start": F.lead("start_seq").over(wown)})
+            .join(finals, _ownership_key(), "left"))
+
+
 def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
            auto_offset_reset: str | None = None, broker: DataFrame | None = None,
-           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> tuple[DataFrame, DataFrame]:
+           keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+           own: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome`` and the
     committed offset they were judged on, which the handoffs that start there measure against).
 
     ``keep`` (mine.plan's cache) is given the first polls with each one's verdict, evidence and message, and the
     findings are read from what it returns: the first polls' joins run once for both (the findings, planned from
-    the judged frame itself, computed it a second time beside the cache)."""
+    the judged frame itself, computed it a second time beside the cache). ``own``: :func:`ownerships` of ``off``
+    and ``iv``, computed here when not given."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
         F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
@@ -271,21 +305,16 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
         .filter(F.col("h_pos").isNotNull() & (F.col("h_pos") != _unknown())) \
         .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("h_pos").alias("hidden_pos"))
     # positions dropped before (a re-assignment or a restart): the group's "highest reached" (GroupState.high)
-    finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
-        F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
-    nexts = iv.select("group", "member", "topic", "partition", "inc", "start_seq",
-                      F.lead("start_seq").over(Window.partitionBy("group", "member", "topic", "partition")
-                                               .orderBy("start_seq")).alias("next_assign"),
-                      F.row_number().over(Window.partitionBy("group", "member", "topic", "partition")
-                                          .orderBy("start_seq")).alias("ac"))
+    if own is None:
+        own = ownerships(off, iv)
     inc_starts = rows.filter(F.col("name") == STARTUP).select(
         F.col("group").alias("i_group"), F.col("member").alias("i_member"), F.col("inc").alias("i_inc"),
         F.col("seq").alias("i_seq"))
+    nexts = own.filter(F.col("P").isNotNull() & (F.col("P") != _unknown()))
     nexts = nexts.join(inc_starts, (nexts["group"] == inc_starts["i_group"])
                        & (nexts["member"] == inc_starts["i_member"]) & (inc_starts["i_inc"] == nexts["inc"] + 1), "left")
-    drops = nexts.join(finals, _ownership_key(), "inner").filter(F.col("P").isNotNull() & (F.col("P") != _unknown())) \
-        .select(F.col("group").alias("d_group"), F.col("topic").alias("d_topic"),
-                F.col("partition").alias("d_partition"), F.least("next_assign", "i_seq").alias("d_seq"), "P") \
+    drops = nexts.select(F.col("group").alias("d_group"), F.col("topic").alias("d_topic"),
+                         F.col("partition").alias("d_partition"), F.least("next_start", "i_seq").alias("d_seq"), "P") \
         .filter(F.col("d_seq").isNotNull())
     hc = hidden.select("group", "member", "topic", "partition", "seq")
     high = hc.join(drops, (hc["group"] == drops["d_group"]) & (hc["topic"] == drops["d_topic"])

@@ -35,6 +35,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_analysis.delivery import first_trace_rows, ownerships
 from spark_analysis.ownership import COMMITTED, STARTUP, UNB
 from traces.delivery import CAUSES
 from traces.state import UNKNOWN_POSITION
@@ -59,11 +60,9 @@ def _known(c: Column) -> Column:
 
 def _auto(rows: DataFrame) -> DataFrame:
     """Per member, the rows where its ``Member.auto_commit`` may change: ``enable_auto_commit`` fields, and its
-    first callback-trace row when that file's commits are not shown (VerifiableConsumer with auto-commit). The
-    member rows keep a file's commits_shown on that row only (ownership.CONTEXT): the first by ``(seq, part)``."""
-    first = rows.filter(F.col("jsonl")).groupBy("group", "member").agg(
-        F.min_by(F.struct(F.col("seq"), F.col("context.commits_shown").alias("s")), F.struct("seq", "part"))
-        .alias("j"))
+    first callback-trace row (:func:`spark_analysis.delivery.first_trace_rows`) when that file's commits are not
+    shown (VerifiableConsumer with auto-commit)."""
+    first = first_trace_rows(rows)
     # only where the value changes: a writer that repeats it on every event must not make this grow with events
     said = rows.filter(F.col("context.enable_auto_commit").isNotNull() & (F.col("part") == 0)).select(
         "group", "member", "seq", F.col("context.enable_auto_commit").alias("v"), F.lit(1).alias("explicit"))
@@ -94,22 +93,18 @@ def _auto_at(probes: DataFrame, auto: DataFrame, key: list[str], who: str, at: s
     return probes.join(got, key, "left")
 
 
-def handoffs(off: DataFrame, iv: DataFrame, rows: DataFrame, first_polls: DataFrame) -> DataFrame:
+def handoffs(off: DataFrame, iv: DataFrame, rows: DataFrame, first_polls: DataFrame,
+             own: DataFrame | None = None) -> DataFrame:
     """One row per handoff whose new owner polled: ``group, topic, partition, previous, new, ts, start,
     previous_position, committed, duplicates, cause, detail, evidence, measured``.
 
     ``off``: :func:`spark_analysis.delivery.offsets`; ``iv``: ownership intervals; ``first_polls``: the first
-    polls of :func:`spark_analysis.delivery.no_gap` with the committed offset the checker judged them on.
+    polls of :func:`spark_analysis.delivery.no_gap` with the committed offset the checker judged them on;
+    ``own``: :func:`spark_analysis.delivery.ownerships` of ``off`` and ``iv`` (no-gap's, when it is given one),
+    computed here when not given.
     """
     polls = off.filter(F.col("polled"))
-    finals = polls.groupBy(*OWN_KEY).agg(F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
-    wown = Window.partitionBy("group", "member", "topic", "partition").orderBy("start_seq")
-    ivn = (iv.select("group", "member", "topic", "partition", "start_seq", F.col("end.seq").alias("end_seq"),
-                     F.col("end.kind").alias("end_kind"), F.col("end.where").alias("end_where"))
-           .withColumn("ac", F.row_number().over(wown))
-           .withColumn("next_start", F.lead("start_seq").over(wown))
-           .join(finals, OWN_KEY, "left"))
-    ivn = _cut(ivn)
+    ivn = _cut(own if own is not None else ownerships(off, iv))
     # the source at each assignment: a holder (an interval open across it), else the last release before it
     wtp = Window.partitionBy(*TP_KEY).orderBy("at", "kind_order")
     releases = ivn.filter(F.col("end_kind") != "eof").select(

@@ -111,8 +111,10 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
              .unionByName(rj.rejected_generations(rows, iv))
              .unionByName(inv.eager_not_revoked(rows, iv)))
     off = keep(dl.offsets(rows))  # read by three rules, no-gap's four branches, the handoffs and the unchecked counts
+    # each ownership's number and last position: no-gap and the handoffs both read them
+    own = keep(dl.ownerships(off, iv))
     # the first polls, cached by no_gap: its findings, the handoffs and the unchecked counts read them
-    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events), keep=keep)
+    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events), keep=keep, own=own)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
@@ -124,7 +126,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True)
                 .unionByName(nt.counts(events, rows, first_polls, config.default_protocol), allowMissingColumns=True),
                 cached,
-                handoffs=hd.handoffs(off, iv, rows, first_polls),
+                handoffs=hd.handoffs(off, iv, rows, first_polls, own=own),
                 partitions_from=partitions_from)
 
 
