@@ -226,8 +226,7 @@ def ownerships(off: DataFrame, iv: DataFrame) -> DataFrame:
     none) and ``P``, the ownership's last position (its last poll's ``pos_after``; null if it never polled).
 
     No-gap reads it for the positions a re-assignment or a restart dropped (``GroupState.high``), the handoffs for
-    a release's position and the new owner's at the close. Each computed it from ``off`` and ``iv`` on its own: a
-    caller that hands both the same frame (``own``) computes it once."""
+    a release's position and the new owner's at the close: mine.plan computes it once and hands it to both."""
     finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
         F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
     wown = Window.partitionBy("group", "member", "topic", "partition").orderBy("start_seq")
@@ -237,17 +236,16 @@ def ownerships(off: DataFrame, iv: DataFrame) -> DataFrame:
             .join(finals, _ownership_key(), "left"))
 
 
-def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
+def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, own: DataFrame, gap_slack: int = 0,
            auto_offset_reset: str | None = None, broker: DataFrame | None = None,
-           keep: Callable[[DataFrame], DataFrame] = lambda df: df,
-           own: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+           keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> tuple[DataFrame, DataFrame]:
     """no-gap, judged at each ownership's first poll: (findings, the first polls with their ``outcome`` and the
     committed offset they were judged on, which the handoffs that start there measure against).
 
     ``keep`` (mine.plan's cache) is given the first polls with each one's verdict, evidence and message, and the
     findings are read from what it returns: the first polls' joins run once for both (the findings, planned from
     the judged frame itself, computed it a second time beside the cache). ``own``: :func:`ownerships` of ``off``
-    and ``iv``, computed here when not given."""
+    and ``iv``, which the handoffs read too."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
         F.col("minOffset").alias("low"), F.coalesce(F.col("policy"), F.lit(auto_offset_reset)).alias("policy"),
@@ -305,8 +303,6 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, gap_slack: int = 0,
         .filter(F.col("h_pos").isNotNull() & (F.col("h_pos") != _unknown())) \
         .groupBy("group", "member", "topic", "partition", "seq").agg(F.max("h_pos").alias("hidden_pos"))
     # positions dropped before (a re-assignment or a restart): the group's "highest reached" (GroupState.high)
-    if own is None:
-        own = ownerships(off, iv)
     inc_starts = rows.filter(F.col("name") == STARTUP).select(
         F.col("group").alias("i_group"), F.col("member").alias("i_member"), F.col("inc").alias("i_inc"),
         F.col("seq").alias("i_seq"))

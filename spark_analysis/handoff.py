@@ -35,7 +35,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_analysis.delivery import first_trace_rows, ownerships
+from spark_analysis.delivery import first_trace_rows
 from spark_analysis.ownership import COMMITTED, STARTUP, UNB
 from traces.delivery import CAUSES
 from traces.state import UNKNOWN_POSITION
@@ -93,18 +93,16 @@ def _auto_at(probes: DataFrame, auto: DataFrame, key: list[str], who: str, at: s
     return probes.join(got, key, "left")
 
 
-def handoffs(off: DataFrame, iv: DataFrame, rows: DataFrame, first_polls: DataFrame,
-             own: DataFrame | None = None) -> DataFrame:
+def handoffs(off: DataFrame, own: DataFrame, rows: DataFrame, first_polls: DataFrame) -> DataFrame:
     """One row per handoff whose new owner polled: ``group, topic, partition, previous, new, ts, start,
     previous_position, committed, duplicates, cause, detail, evidence, measured``.
 
-    ``off``: :func:`spark_analysis.delivery.offsets`; ``iv``: ownership intervals; ``first_polls``: the first
-    polls of :func:`spark_analysis.delivery.no_gap` with the committed offset the checker judged them on;
-    ``own``: :func:`spark_analysis.delivery.ownerships` of ``off`` and ``iv`` (no-gap's, when it is given one),
-    computed here when not given.
+    ``off``: :func:`spark_analysis.delivery.offsets`; ``own``: its ownership intervals numbered
+    (:func:`spark_analysis.delivery.ownerships`, the frame no-gap reads too); ``first_polls``: the first polls of
+    :func:`spark_analysis.delivery.no_gap` with the committed offset the checker judged them on.
     """
     polls = off.filter(F.col("polled"))
-    ivn = _cut(own if own is not None else ownerships(off, iv))
+    ivn = _cut(own)
     # the source at each assignment: a holder (an interval open across it), else the last release before it
     wtp = Window.partitionBy(*TP_KEY).orderBy("at", "kind_order")
     releases = ivn.filter(F.col("end_kind") != "eof").select(

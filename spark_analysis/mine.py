@@ -114,7 +114,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     # each ownership's number and last position: no-gap and the handoffs both read them
     own = keep(dl.ownerships(off, iv))
     # the first polls, cached by no_gap: its findings, the handoffs and the unchecked counts read them
-    gaps, first_polls = dl.no_gap(off, rows, iv, broker=dl.broker_commits(events), keep=keep, own=own)
+    gaps, first_polls = dl.no_gap(off, rows, iv, own, broker=dl.broker_commits(events), keep=keep)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
         .unionByName(mb.static_rejoins(events))
@@ -126,7 +126,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True)
                 .unionByName(nt.counts(events, rows, first_polls, config.default_protocol), allowMissingColumns=True),
                 cached,
-                handoffs=hd.handoffs(off, iv, rows, first_polls, own=own),
+                handoffs=hd.handoffs(off, own, rows, first_polls),
                 partitions_from=partitions_from)
 
 
