@@ -502,10 +502,17 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
     work over the caches. Per action: the JVM's CPU seconds (tasks, planning, code generation and the JIT
     it sets off), split by thread (:class:`ThreadCpu`), and the wall time. The JIT's bill falls on whichever part
     first runs an operator, so the early parts carry most of it. The parts overlap where one reads another's
-    frame uncached (the rebalances under storms, say). Last, ``mine.run``'s own queries (``mine.collect``: the
-    counts, the malformed summary, the rebalance analytics, the pauses, the handoff summary) run as one part; the
-    findings' write is not in it (each rule is written to ``noop`` instead): the parts' sum approximates the whole
-    job, it is not it.
+    frame uncached. Last, ``mine.run``'s own queries (``mine.collect``: the counts, the malformed summary, the
+    rebalance analytics, the pauses, the handoff summary, the unchecked counts) run as one part; the findings' write
+    is not in it (each rule is written to ``noop`` instead): the parts' sum approximates the whole job, it is not it.
+
+    Each rule's frame is cached as its part computes it (``persist``, materialised by the ``noop`` write), so that a
+    later part that reads it -- ``mine.collect`` reads the handoffs, the malformed sequences, the rebalances, the
+    moves and the unchecked counts' frames, a rule may read an earlier rule's -- reads what that part computed and
+    does not compute it again: a real run computes the handoffs once, in ``mine.collect``, where the profile counted
+    their plan twice, in ``rule: handoff.handoffs`` and in ``run: mine.collect`` (so with the others it reads). A
+    rule's frame is small (findings, or one row per handoff, rebalance, move), so caching it adds little to its
+    part.
 
     ``part`` (``--part NAME``, a name as the profile prints it: ``mine.member_rows``, ``invariants.unowned``, ...):
     that part alone, in a fresh session -- the caches it may read (a cached part: the caches before it in the plan;
@@ -550,8 +557,16 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
         cached_ids = {id(df) for df in p.cached}
         steps = [(f"cache: {names.get(id(df), f'frame cached inside a rule #{i}')}", df, df.count)
                  for i, df in enumerate(p.cached)]
-        steps += [(f"rule: {name}", df, df.write.format("noop").mode("overwrite").save)
-                  for name, df in recorded if id(df) not in cached_ids]
+        kept_rules: list[Any] = []
+
+        def run_rule(df: Any) -> Any:
+            def action() -> None:
+                if part is None:  # a later part may read it (below): it reads this computation, not its own
+                    kept_rules.append(df.persist())
+                df.write.format("noop").mode("overwrite").save()
+            return action
+
+        steps += [(f"rule: {name}", df, run_rule(df)) for name, df in recorded if id(df) not in cached_ids]
         if part is not None:
             at = [k for k, (label, _, _) in enumerate(steps) if label.split(": ", 1)[1] == part]
             if not at:
@@ -570,6 +585,8 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
                           **({"operators": ops} if ops is not None else {})})
             print(f"profile: {parts[-1]}", flush=True)
         p.release()
+        for df in kept_rules:
+            df.unpersist()
         return {"parts": parts, "jvm_cpu_s": round(_jvm_cpu_s(spark) - cpu_start, 1),
                 "seconds": round(time.monotonic() - started, 1), "load_1min": round(os.getloadavg()[0], 1)}
     finally:

@@ -47,6 +47,9 @@ from traces.coordinator_checks import (
 
 REBALANCE, STABLE = "coordinator_rebalance", "coordinator_stable"
 REMOVED, STATE = "coordinator_member_removed", "coordinator_state"
+# revoke-only-moved's two kinds (module doc): a partition revoked before rejoining that came back unmoved, and one
+# revoked in a newer generation and assigned again in that same generation
+CAME_BACK, AGAIN = "came_back", "again"
 
 
 def _per_event(cands: DataFrame, *keep: str, **more: Column) -> DataFrame:
@@ -134,23 +137,27 @@ def revoked_came_back(rows: DataFrame) -> DataFrame:
     same = assigning & (F.array_contains(F.col("completed"), F.col("g")) | F.coalesce(F.exists(
         F.col("carried"), lambda e: (e["generation"] == F.col("g")) & (e["topic"] == F.col("topic"))
         & (e["partition"] == F.col("partition"))), F.lit(False)))
-    came_back = _per_event(r.filter(back), "g", pw=F.min_by(F.col("prep.w"), F.col("part")))
-    again = _per_event(r.filter(same), "g")
+    # both kinds from one read of the member rows and one pass of the windows above: each judged row once per kind
+    # it shows (a row can show both), then one aggregation per event and kind. Two filters of ``r`` were two
+    # branches of the plan, each scanning the cached member rows and running the windows again.
+    kinds = F.filter(F.array(F.when(back, F.lit(CAME_BACK)), F.when(same, F.lit(AGAIN))), lambda k: k.isNotNull())
+    judged = r.filter(back | same).withColumn("kind", F.explode(kinds))
+    ev = _per_event(judged, "g", "kind", pw=F.min_by(F.col("prep.w"), F.col("part")))
+    came_back = F.col("kind") == CAME_BACK
 
     def them(tps: Column) -> Column:
         return F.when(F.size(tps) == 1, F.lit("it")).otherwise(F.lit("them"))
 
-    return came_back.select(*finding(
+    return ev.select(*finding(
         "revoke-only-moved", VIOLATION, F.array(F.col("member")), F.col("tps"), F.col("timestamp"), F.col("timestamp"),
-        F.array(F.col("pw"), F.col("w")),
-        F.format_string("cooperative member %s revoked %s before rejoining and got %s back in generation %d with "
-                        "nobody else owning them in between: it revoked partitions that did not move",
-                        F.col("member"), labels(F.col("tps")), them(F.col("tps")), F.col("g")))).unionByName(
-        again.select(*finding(
-            "revoke-only-moved", VIOLATION, F.array(F.col("member")), F.col("tps"), F.col("timestamp"),
-            F.col("timestamp"), F.array(F.col("w")),
-            F.format_string("cooperative member %s revoked %s and was assigned %s again in the same generation %d",
-                            F.col("member"), labels(F.col("tps")), them(F.col("tps")), F.col("g")))))
+        F.when(came_back, F.array(F.col("pw"), F.col("w"))).otherwise(F.array(F.col("w"))),
+        F.when(came_back, F.format_string(
+            "cooperative member %s revoked %s before rejoining and got %s back in generation %d with nobody else "
+            "owning them in between: it revoked partitions that did not move",
+            F.col("member"), labels(F.col("tps")), them(F.col("tps")), F.col("g")))
+        .otherwise(F.format_string(
+            "cooperative member %s revoked %s and was assigned %s again in the same generation %d",
+            F.col("member"), labels(F.col("tps")), them(F.col("tps")), F.col("g")))))
 
 
 def _java(pattern: str) -> str:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis import converges as cv
@@ -223,7 +223,24 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
         gc.collect()
 
 
-def collect(p: Plan, config: MineConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Collected:
+    """What :func:`collect` brings back to the driver for the report (``_run`` renders it): typed fields, so that
+    mypy checks each reader of them."""
+    counts: Row  # events (rows of part 0), rows, groups
+    bad: list[dict[str, Any]]  # wellformed.summary: per group and kind, a count and the first example
+    per_minute: list[dict[str, Any]]
+    storms: list[dict[str, Any]]
+    pauses: list[Row]  # the pauses' summary statistics: count, min, 50%, max
+    pause_top: list[dict[str, Any]]
+    pause_hist: list[dict[str, Any]]
+    moved: int
+    unchecked_rows: list[dict[str, Any]]
+    rb_total: int
+    delivery: dict[str, Any] | None  # handoff.summary, when the plan has the handoffs
+
+
+def collect(p: Plan, config: MineConfig) -> Collected:
     """The report's counts, summaries and analytics, collected from the plan's frames (``mine.run`` calls it after
     the findings are written; the benchmark's profile runs it as a part of its own)."""
     # every event has exactly one row with part 0 (layout): counting those needs no distinct aggregation
@@ -247,9 +264,9 @@ def collect(p: Plan, config: MineConfig) -> dict[str, Any]:
     rb_total = rebalances.count()
     delivery = hd.summary(p.handoffs, config.max_examples) if p.handoffs is not None else None
     rebalances.unpersist()
-    return {"counts": counts, "bad": bad, "per_minute": per_minute, "storms": storms, "pauses": pauses,
-            "pause_top": pause_top, "pause_hist": pause_hist, "moved": moved, "unchecked_rows": unchecked_rows,
-            "rb_total": rb_total, "delivery": delivery}
+    return Collected(counts=counts, bad=bad, per_minute=per_minute, storms=storms, pauses=pauses, pause_top=pause_top,
+                     pause_hist=pause_hist, moved=moved, unchecked_rows=unchecked_rows, rb_total=rb_total,
+                     delivery=delivery)
 
 
 def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig,
@@ -266,7 +283,7 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
         n_shuffles = shuffles(p.findings, *([p.handoffs] if p.handoffs is not None else []))
         c = collect(p, config)
     p.release()
-    counts, unchecked_rows, delivery = c["counts"], c["unchecked_rows"], c["delivery"]
+    counts, unchecked_rows, delivery = c.counts, c.unchecked_rows, c.delivery
     found.sort(key=lambda f: (f["severity"] != inv.VIOLATION, f["group"], f["window"][0], f["invariant"],
                               f["members"], [(t["topic"], t["partition"]) for t in f["partitions"]]))
     violations = [f for f in found if f["severity"] == inv.VIOLATION]
@@ -293,15 +310,15 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
                   "malformed_examples": info.get("skipped_examples", []),
                   "malformed_sequences": dict(sorted(Counter({}).items()))},
         "wellformed": sorted(({"group": b["group"], "kind": b["kind"], "count": b["count"],
-                               "first": b["first"]["where"]} for b in c["bad"]), key=lambda b: (b["group"], b["kind"])),
+                               "first": b["first"]["where"]} for b in c.bad), key=lambda b: (b["group"], b["kind"])),
         "analytics": {
-            "rebalances": c["rb_total"],
-            "rebalances_per_minute": c["per_minute"],
-            "storms": c["storms"],
-            "partitions_moved": c["moved"],
-            "pause_summary": {r["summary"]: r["pause_ms"] for r in c["pauses"]},
-            "longest_pauses": c["pause_top"],
-            "pause_histogram": c["pause_hist"],
+            "rebalances": c.rb_total,
+            "rebalances_per_minute": c.per_minute,
+            "storms": c.storms,
+            "partitions_moved": c.moved,
+            "pause_summary": {r["summary"]: r["pause_ms"] for r in c.pauses},
+            "longest_pauses": c.pause_top,
+            "pause_histogram": c.pause_hist,
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
         },
         "spark": {"master": spark.sparkContext.master, "version": spark.version,
