@@ -239,6 +239,8 @@ def spark_run(corpus: Path, master: str, out: Path, core_only: bool,
             result = {"findings": sum(by_kind.values()), "by_kind": by_kind}
         else:
             report = mine.run(spark, corpus, out)
+            # beside violations.parquet, as ``groupspec mine`` writes it: two runs' reports compare whole
+            (out / "mine.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
             result = {"findings": len(report["violations"]) + len(report["warnings"]),
                       "shuffles": report["spark"]["shuffles"]}
         result["seconds"] = round(time.monotonic() - started, 2)
