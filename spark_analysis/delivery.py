@@ -268,7 +268,7 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, own: DataFrame, gap_s
     ``keep`` (mine.plan's cache) is given the first polls with each one's verdict, evidence and message, and the
     findings are read from what it returns: the first polls' joins run once for both (the findings, planned from
     the judged frame itself, computed it a second time beside the cache). It is given before that the first polls
-    a member may hide a commit for (``hidden``), which four branches of the verdict read. ``own``: :func:`ownerships` of ``off``
+    a member may hide a commit for (``hidden``), which five branches of the verdict read. ``own``: :func:`ownerships` of ``off``
     and ``iv``, which the handoffs read too."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
@@ -306,10 +306,10 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, own: DataFrame, gap_s
                         F.array_distinct(F.transform(everyone, lambda x: x["h"])).alias("hidden"),
                         F.exists(everyone, lambda x: x["b"]).cast("int").alias("blind")) \
         .filter(F.size("hidden") > 0)
-    # kept: the broker's commits, the hidden members' positions, the dropped positions and the verdicts below each
-    # read it, and each computed it again -- the join of the candidates with every earlier interval of their
-    # partition and the members' first callback-trace rows, four times in the first polls' plan. A few rows: the
-    # first polls past the committed offset that some member may hide a commit for.
+    # kept: the broker's commits, the hidden members' positions (twice: the probes and their answers), the dropped
+    # positions and the verdicts below read it, and each computed it again -- the join of the candidates with every
+    # earlier interval of their partition and the members' first callback-trace rows, five times in the first
+    # polls' plan. A few rows: the first polls past the committed offset that some member may hide a commit for.
     hidden = keep(hidden)
     # server.log's commits settle it: the last offset the coordinator took before the first poll
     if broker is not None:

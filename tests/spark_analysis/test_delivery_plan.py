@@ -140,3 +140,41 @@ def test_ownerships_number_the_intervals_as_offsets_numbers_the_rows(spark: Any,
         assert own.filter(F.col("next_start").isNull()).count() == own.select(*key[:4]).distinct().count()
     finally:
         rows.unpersist()
+
+
+def _count(node: Any, kind: str) -> int:
+    """The nodes of class ``kind`` in a physical plan (a py4j ``SparkPlan``; the cached frames' plans left out)."""
+    if node.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        return _count(node.inputPlan(), kind)
+    children = node.children()
+    return int(node.getClass().getSimpleName() == kind) + sum(_count(children.apply(i), kind)
+                                                               for i in range(children.size()))
+
+
+def test_no_gap_joins_the_hidden_candidates_once(spark: Any, samples_corpus: Path) -> None:
+    # The first polls a member may hide a commit for (their join with the partition's earlier intervals, and
+    # collect_set's aggregate of who) are read by several branches of the verdict: kept, the first polls' plan
+    # aggregates none of them itself; computed in place, it aggregates them once per branch (partial and final).
+    rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None).persist()
+    off = delivery.offsets(rows).persist()
+    iv = ownership.intervals(rows).persist()
+    own = delivery.ownerships(off, iv).persist()
+    kept: list[Any] = []
+
+    def keep_hidden(df: Any) -> Any:
+        if "hidden" not in df.columns:
+            return df
+        kept.append(df.persist())
+        return kept[-1]
+
+    try:
+        _, first_polls = delivery.no_gap(off, rows, iv, own, keep=keep_hidden)
+        assert len(kept) == 1
+        assert _count(first_polls._jdf.queryExecution().executedPlan(), "ObjectHashAggregateExec") == 0
+        _, uncut = delivery.no_gap(off, rows, iv, own)
+        # without a broker's commits: the verdicts, the hidden members' positions (probes and answers), the dropped
+        # positions
+        assert _count(uncut._jdf.queryExecution().executedPlan(), "ObjectHashAggregateExec") == 2 * 4
+    finally:
+        for df in (*kept, own, iv, off, rows):
+            df.unpersist()
