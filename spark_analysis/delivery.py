@@ -63,50 +63,70 @@ OFFSET_COLUMNS = ("group", "member", "topic", "partition", "ac", "seq", "part", 
                   "committed", "rd", "policy")
 
 
+def _position(ints: Column, rd: Column, next_offset: Column, seg_max: Column) -> Column:
+    """A poll's ``pos_after`` from its own fields: unknown without offsets, ``maxOffset + 1`` (``next_offset``) for a
+    member that does not print ``record_data``, else the running maximum of its segment (``seg_max``)."""
+    return F.when(~ints, _unknown()).when(~rd, next_offset).otherwise(seg_max)
+
+
 def offsets(rows: DataFrame) -> DataFrame:
     """The polls and commit entries of owned partitions (:data:`OFFSET_COLUMNS`): ``ac``, ``pos_after``
     (polls), ``pos`` (the position before the row), ``first`` (the ownership's first poll), ``committed``
     (the group's, before the row), and ``rows``' ``rd`` / ``policy`` (the member's record_data habit and
-    reset policy)."""
+    reset policy).
+
+    Every per-ownership column is a running aggregate over the member's rows of the partition in the order the
+    member rows are cached in (``ownership.TP_WINDOW``), so none of those windows sorts: within one member's
+    partition that order is the (seq, part) order (``life`` is a running count of the member's startup_complete
+    and shutdown_complete rows in its (seq, part) order, ``ownership.member_rows``, so it never goes down along it,
+    and of two rows the earlier by (seq, part) is never the later by (life, seq, part)). An ownership is the run of
+    rows from one assignment that counts (``is_new``) to the next, so a value "within the ownership" is one that
+    restarts at each ``ac``: a count since the ownership's assignment is the running count less the count at that
+    assignment, and a maximum within it is the largest ``(ac, ...)``, since ``ac`` never goes down along the order
+    either. A window partitioned by ``ac`` itself sorted every owned poll and commit again (``ac`` is computed, so
+    Spark cannot know the cached order holds it). The group's committed offset is a window across members, in
+    another order: it comes last, so its sort is the one sort of the frame."""
     name = F.col("name")
-    # The member's assignments of the partition counted in the order the member rows are cached in
-    # (ownership.TP_WINDOW), so that this window sorts nothing (as invariants.unowned's). Within one member's
-    # partition it is the (seq, part) order: ``life`` is a running count of the member's startup_complete and
-    # shutdown_complete rows in its (seq, part) order (ownership.member_rows), so it never goes down along that
-    # order, and of two rows the earlier by (seq, part) is never the later by (life, seq, part).
-    wmtp = Window.partitionBy(*TP_WINDOW[:4]).orderBy(*TP_WINDOW[4:]).rowsBetween(UNB, 0)
-    polled = name.isin(CONSUMED, RECORD_DATA)
-    ok_commit = commit_entry_ok()
-    base = (rows
-            .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull() & (polled | ok_commit | F.col("is_new")))
-            .withColumn("ac", F.sum(F.col("is_new").cast("int")).over(wmtp))
-            .withColumn("polled", polled)
-            .withColumn("commit", ok_commit))
-    # the group's committed offset before each row: every successful entry counts, owned or not
-    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
-    base = base.withColumn("committed", F.last(F.when(F.col("commit") & (F.col("offset") >= 0), F.col("offset")),
-                                               True).over(wgtp))
-    owned = base.filter(F.col("owned_before") & (F.col("polled") | F.col("commit")))
+    wmtp = Window.partitionBy(*TP_WINDOW[:4]).orderBy(*TP_WINDOW[4:])
+    upto, before = wmtp.rowsBetween(UNB, 0), wmtp.rowsBetween(UNB, -1)
+    polled, commit, is_new = F.col("polled"), F.col("commit"), F.col("is_new")
     low, high = F.col("minOffset"), F.col("maxOffset")
     ints = low.isNotNull() & high.isNotNull()
-    # an ownership's polls and commits in one pass, one order (not two frames and a union, which Spark would sort
-    # and shuffle again to order): a commit has no n_poll, seg or pos_after, and a poll's pos_after is never null,
-    # so the last pos_after before a row is its position, for a poll (the last poll's) as for a commit
-    polled = F.col("polled")
-    wi = Window.partitionBy(*_ownership_key()).orderBy("seq", "part")
-    # n_poll and seg in one projection: one Window operator (a withColumn each was two passes)
-    off = owned.withColumns({
-        "n_poll": F.when(polled, F.sum(polled.cast("int")).over(wi.rowsBetween(UNB, 0)).cast("int")),
-        "seg": F.when(polled, F.sum((polled & (~ints | ~F.col("rd"))).cast("int")).over(wi.rowsBetween(UNB, 0)))})
-    # the running maximum since the segment's start, in the ownership's own order: a poll's seg never goes down
-    # along it, so the largest (seg, high + 1) so far is this segment's largest offset (a window partitioned by
-    # seg as well sorted the ownership's rows a second time, for the same order)
-    seg_max = F.max(F.when(polled & ints, F.struct(F.col("seg").alias("s"), (high + 1).alias("p")))) \
-        .over(wi.rowsBetween(UNB, 0))
-    off = off.withColumn("pos_after", F.when(~polled, F.lit(None).cast("long")).when(~ints, _unknown())
-                         .when(~F.col("rd"), high + 1).otherwise(seg_max["p"]))
-    return (off
-            .withColumn("pos", F.last("pos_after", True).over(wi.rowsBetween(UNB, -1)))
+    base = (rows
+            .filter(F.col("topic").isNotNull() & F.col("partition").isNotNull()
+                    & (name.isin(CONSUMED, RECORD_DATA) | commit_entry_ok() | is_new))
+            .withColumns({"polled": name.isin(CONSUMED, RECORD_DATA), "commit": commit_entry_ok()}))
+    # Only the polls of an owned partition count (the rows kept at the end): the rows of one ownership come
+    # after its assignment and before the release that ends it, so those of ``ac`` = k that are not owned (after
+    # the release, before the next assignment) follow every owned row of k, and no running value of an owned row
+    # reads them either way.
+    own_poll = F.col("owned_before") & polled
+    # pass 1 (one Window operator): the ownership's number, and the running counts the ownership's values are
+    # taken from -- the polls and, for a record_data member, the polls that start a segment of the running maximum
+    # (a poll without offsets, or one of a member that prints none) -- counted over every ownership
+    base = base.withColumns({
+        "ac": F.sum(is_new.cast("int")).over(upto),
+        "tp_polls": F.sum(own_poll.cast("int")).over(upto),
+        "tp_seg": F.sum((own_poll & (~ints | ~F.col("rd"))).cast("int")).over(upto)})
+    # pass 2 (the same order: no sort): the segment's running maximum is the largest (ac, segment, maxOffset + 1)
+    # so far, the ownership's own (its rows' ac is the largest yet) and its current segment's (the segments are
+    # numbered up along it); the position before a row is what its ownership's last poll left (pos_after there),
+    # read from that poll's fields and the running maximum before the row, which no poll after it moved
+    seg_max = F.when(own_poll & ints, F.struct(F.col("ac").alias("a"), F.col("tp_seg").alias("s"),
+                                               (high + 1).alias("p")))
+    last_poll = F.last(F.when(own_poll, F.struct(F.col("ac").alias("a"), ints.alias("i"), F.col("rd").alias("r"),
+                                                 (high + 1).alias("p"))), True).over(before)
+    at_assignment = F.last(F.when(is_new, F.col("tp_polls")), True).over(upto)
+    base = base.withColumns({
+        "n_poll": F.when(polled, (F.col("tp_polls") - F.coalesce(at_assignment, F.lit(0))).cast("int")),
+        "pos_after": F.when(polled, _position(ints, F.col("rd"), high + 1, F.max(seg_max).over(upto)["p"])),
+        "pos": F.when(last_poll["a"] == F.col("ac"), _position(last_poll["i"], last_poll["r"], last_poll["p"],
+                                                                F.max(seg_max).over(before)["p"]))})
+    # the group's committed offset before each row: every successful entry counts, owned or not
+    wgtp = Window.partitionBy("group", "topic", "partition").orderBy("seq", "part").rowsBetween(UNB, -1)
+    base = base.withColumn("committed", F.last(F.when(commit & (F.col("offset") >= 0), F.col("offset")), True)
+                           .over(wgtp))
+    return (base.filter(F.col("owned_before") & (polled | commit))
             .withColumn("first", polled & (F.col("n_poll") == 1) & ints)
             .select(*OFFSET_COLUMNS))
 
@@ -227,8 +247,11 @@ def ownerships(off: DataFrame, iv: DataFrame) -> DataFrame:
 
     No-gap reads it for the positions a re-assignment or a restart dropped (``GroupState.high``), the handoffs for
     a release's position and the new owner's at the close: mine.plan computes it once and hands it to both."""
+    # the last poll is the one with the highest n_poll (its number among the ownership's polls, in their order): an
+    # int, where (seq, part) is a struct, which Spark aggregates only by sorting (SortAggregate): every poll sorted
+    # by ownership, since offsets' rows are no longer in that order
     finals = off.filter(F.col("polled")).groupBy(*_ownership_key()).agg(
-        F.max_by(F.col("pos_after"), F.struct("seq", "part")).alias("P"))
+        F.max_by(F.col("pos_after"), F.col("n_poll")).alias("P"))
     wown = Window.partitionBy("group", "member", "topic", "partition").orderBy("start_seq")
     return (iv.select("group", "member", "topic", "partition", "inc", "start_seq", F.col("end.seq").alias("end_seq"),
                       F.col("end.kind").alias("end_kind"), F.col("end.where").alias("end_where"))
@@ -244,7 +267,8 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, own: DataFrame, gap_s
 
     ``keep`` (mine.plan's cache) is given the first polls with each one's verdict, evidence and message, and the
     findings are read from what it returns: the first polls' joins run once for both (the findings, planned from
-    the judged frame itself, computed it a second time beside the cache). ``own``: :func:`ownerships` of ``off``
+    the judged frame itself, computed it a second time beside the cache). It is given before that the first polls
+    a member may hide a commit for (``hidden``), which five branches of the verdict read. ``own``: :func:`ownerships` of ``off``
     and ``iv``, which the handoffs read too."""
     firsts = off.filter(F.col("first")).select(
         "group", "member", "topic", "partition", "ac", "seq", "timestamp", "source", "line", "committed",
@@ -282,6 +306,11 @@ def no_gap(off: DataFrame, rows: DataFrame, iv: DataFrame, own: DataFrame, gap_s
                         F.array_distinct(F.transform(everyone, lambda x: x["h"])).alias("hidden"),
                         F.exists(everyone, lambda x: x["b"]).cast("int").alias("blind")) \
         .filter(F.size("hidden") > 0)
+    # kept: the broker's commits, the hidden members' positions (twice: the probes and their answers), the dropped
+    # positions and the verdicts below read it, and each computed it again -- the join of the candidates with every
+    # earlier interval of their partition and the members' first callback-trace rows, five times in the first
+    # polls' plan. A few rows: the first polls past the committed offset that some member may hide a commit for.
+    hidden = keep(hidden)
     # server.log's commits settle it: the last offset the coordinator took before the first poll
     if broker is not None:
         bk = broker.select(F.col("group").alias("b_group"), F.col("topic").alias("b_topic"),

@@ -1,11 +1,13 @@
 """The offset rules' frames: how ``delivery.offsets`` reads the member rows, and the one numbering of ownerships
 that no-gap and the handoffs share (``delivery.ownerships``).
 
-``offsets`` counts a member's assignments of a partition (``ac``) in the order the member rows are cached in
-(``ownership.TP_WINDOW``), so that window sorts nothing: held here on its physical plan, as test_member_rows holds
-``invariants.unowned``'s. ``ownerships`` numbers the intervals by their starts, and the rows of ``offsets`` carry
-the number of the assignments counted up to them: the two must name the same ownership, or no-gap's dropped
-positions and the handoffs' release positions would be another ownership's.
+``offsets`` computes every per-ownership column with windows in the order the member rows are cached in
+(``ownership.TP_WINDOW``), so those windows sort nothing; its one sort is the group's committed offset, a window across
+members, last. That holds only while the cache keeps the order: the cached rows' own ordering is held here too, so
+that a change to member_rows' last window fails a test that names it rather than bringing sorts back unseen. Held on
+the physical plans, as test_member_rows holds ``invariants.unowned``'s. ``ownerships`` numbers the intervals by their
+starts, and the rows of ``offsets`` carry the number of the assignments counted up to them: the two must name the same
+ownership, or no-gap's dropped positions and the handoffs' release positions would be another ownership's.
 """
 
 from __future__ import annotations
@@ -43,16 +45,77 @@ def _sorts_under_first_window(df: Any) -> list[str]:
     return sorts
 
 
-def test_offsets_counts_assignments_in_the_cached_rows_order(spark: Any, samples_corpus: Path) -> None:
+def _sorts(node: Any, found: list[list[str]]) -> None:
+    """The sort keys (column names) of every SortExec in a physical plan (a py4j ``SparkPlan``), not counting the
+    cached frames' own plans (they are not the scans' children)."""
+    kind = node.getClass().getSimpleName()
+    if kind == "AdaptiveSparkPlanExec":
+        _sorts(node.inputPlan(), found)
+        return
+    if kind == "SortExec":
+        found.append(_names(node.sortOrder()))
+    children = node.children()
+    for i in range(children.size()):
+        _sorts(children.apply(i), found)
+
+
+def _names(order: Any) -> list[str]:
+    """The columns of a ``Seq[SortOrder]``, in order."""
+    return [order.apply(i).child().name() for i in range(order.size())]
+
+
+def _ordering(df: Any) -> list[str]:
+    return _names(df._jdf.queryExecution().executedPlan().outputOrdering())
+
+
+def test_offsets_sorts_only_for_the_groups_committed_offset(spark: Any, samples_corpus: Path) -> None:
     rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None).persist()
     try:
+        # the cached member rows are in TP_WINDOW's order: what every window below reads without a sort
+        assert _ordering(rows)[:len(ownership.TP_WINDOW)] == list(ownership.TP_WINDOW)
+        off = delivery.offsets(rows)
         # the first window over the cached rows (ac) sorts nothing
-        assert _sorts_under_first_window(delivery.offsets(rows)) == []
+        assert _sorts_under_first_window(off) == []
+        # nor do the ownerships' windows after it: the plan's one sort is the committed offset's, across members,
+        # and the frame comes out in its order
+        sorts: list[list[str]] = []
+        _sorts(off._jdf.queryExecution().executedPlan(), sorts)
+        assert sorts == [["group", "topic", "partition", "seq", "part"]]
+        assert _ordering(off) == ["group", "topic", "partition", "seq", "part"]
         # and the walk sees a sort there when there is one: the same count in (seq, part) order
         w = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
         assert len(_sorts_under_first_window(rows.withColumn("n", F.sum(F.col("is_new").cast("int")).over(w)))) == 1
     finally:
         rows.unpersist()
+
+
+def test_member_rows_cache_order_is_what_offsets_reads(spark: Any, samples_corpus: Path) -> None:
+    # The member rows as cached in TP_WINDOW's order, and the same rows sorted otherwise before the cache (as if
+    # member_rows' last window were ordered otherwise): offsets' windows sort nothing over the first, and sort
+    # again over the second -- what the ordering check above guards against.
+    rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None)
+    other = rows.sortWithinPartitions("group", "seq", "part").persist()
+    try:
+        assert _ordering(other)[:3] == ["group", "seq", "part"]
+        sorts: list[list[str]] = []
+        _sorts(delivery.offsets(other)._jdf.queryExecution().executedPlan(), sorts)
+        assert ["group", "member", "topic", "partition", "life", "seq", "part"] in sorts
+    finally:
+        other.unpersist()
+
+
+def test_ownerships_last_position_needs_no_sort_of_the_polls(spark: Any, samples_corpus: Path) -> None:
+    # P, the ownership's last poll's position, is a hash aggregate over offsets' polls (max_by an int): offsets'
+    # rows are in the committed offset's order, and an aggregate over a struct key would sort them all by ownership
+    rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None).persist()
+    off = delivery.offsets(rows).persist()
+    iv = ownership.intervals(rows).persist()
+    try:
+        plan = delivery.ownerships(off, iv)._jdf.queryExecution().executedPlan().toString()
+        assert "SortAggregate" not in plan and "HashAggregate" in plan
+    finally:
+        for df in (iv, off, rows):
+            df.unpersist()
 
 
 def test_ownerships_number_the_intervals_as_offsets_numbers_the_rows(spark: Any, samples_corpus: Path) -> None:
@@ -77,3 +140,42 @@ def test_ownerships_number_the_intervals_as_offsets_numbers_the_rows(spark: Any,
         assert own.filter(F.col("next_start").isNull()).count() == own.select(*key[:4]).distinct().count()
     finally:
         rows.unpersist()
+
+
+def _count(node: Any, kind: str) -> int:
+    """The nodes of class ``kind`` in a physical plan (a py4j ``SparkPlan``; the cached frames' plans left out)."""
+    if node.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        return _count(node.inputPlan(), kind)
+    children = node.children()
+    return int(node.getClass().getSimpleName() == kind) + sum(_count(children.apply(i), kind)
+                                                               for i in range(children.size()))
+
+
+def test_no_gap_joins_the_hidden_candidates_once(spark: Any, samples_corpus: Path) -> None:
+    # The first polls a member may hide a commit for (their join with the partition's earlier intervals, and
+    # collect_set's aggregate of who) are read by several branches of the verdict: kept, the first polls' plan
+    # aggregates none of them itself; computed in place, it aggregates them once per branch (partial and final).
+    rows = ownership.member_rows(mine.load(spark, samples_corpus).repartition("group"), None).persist()
+    off = delivery.offsets(rows).persist()
+    iv = ownership.intervals(rows).persist()
+    own = delivery.ownerships(off, iv).persist()
+    kept: list[Any] = []
+
+    def keep_hidden(df: Any) -> Any:
+        if "hidden" not in df.columns:
+            return df
+        kept.append(df.persist())
+        return kept[-1]
+
+    try:
+        # planned first: once the candidates are cached, Spark reads the cache wherever the same plan recurs
+        _, uncut = delivery.no_gap(off, rows, iv, own)
+        # without a broker's commits: the verdicts, the hidden members' positions (probes and answers), the dropped
+        # positions
+        assert _count(uncut._jdf.queryExecution().executedPlan(), "ObjectHashAggregateExec") == 2 * 4
+        _, first_polls = delivery.no_gap(off, rows, iv, own, keep=keep_hidden)
+        assert len(kept) == 1
+        assert _count(first_polls._jdf.queryExecution().executedPlan(), "ObjectHashAggregateExec") == 0
+    finally:
+        for df in (*kept, own, iv, off, rows):
+            df.unpersist()
