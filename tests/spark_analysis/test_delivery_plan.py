@@ -12,6 +12,7 @@ ownership, or no-gap's dropped positions and the handoffs' release positions wou
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +46,22 @@ def _sorts_under_first_window(df: Any) -> list[str]:
     return sorts
 
 
-def _sorts(node: Any, found: list[list[str]]) -> None:
-    """The sort keys (column names) of every SortExec in a physical plan (a py4j ``SparkPlan``), not counting the
-    cached frames' own plans (they are not the scans' children)."""
-    kind = node.getClass().getSimpleName()
-    if kind == "AdaptiveSparkPlanExec":
-        _sorts(node.inputPlan(), found)
+def _nodes(node: Any) -> Iterator[Any]:
+    """Every operator of a physical plan (a py4j ``SparkPlan``), not counting the cached frames' own plans (they are
+    not the scans' children)."""
+    if node.getClass().getSimpleName() == "AdaptiveSparkPlanExec":  # not executed yet: its plan is the input plan
+        yield from _nodes(node.inputPlan())
         return
-    if kind == "SortExec":
-        found.append(_names(node.sortOrder()))
+    yield node
     children = node.children()
     for i in range(children.size()):
-        _sorts(children.apply(i), found)
+        yield from _nodes(children.apply(i))
+
+
+def _sorts(df: Any) -> list[list[str]]:
+    """The sort keys (column names) of every SortExec in ``df``'s own physical plan."""
+    return [_names(n.sortOrder()) for n in _nodes(df._jdf.queryExecution().executedPlan())
+            if n.getClass().getSimpleName() == "SortExec"]
 
 
 def _names(order: Any) -> list[str]:
@@ -78,9 +83,7 @@ def test_offsets_sorts_only_for_the_groups_committed_offset(spark: Any, samples_
         assert _sorts_under_first_window(off) == []
         # nor do the ownerships' windows after it: the plan's one sort is the committed offset's, across members,
         # and the frame comes out in its order
-        sorts: list[list[str]] = []
-        _sorts(off._jdf.queryExecution().executedPlan(), sorts)
-        assert sorts == [["group", "topic", "partition", "seq", "part"]]
+        assert _sorts(off) == [["group", "topic", "partition", "seq", "part"]]
         assert _ordering(off) == ["group", "topic", "partition", "seq", "part"]
         # and the walk sees a sort there when there is one: the same count in (seq, part) order
         w = Window.partitionBy("group", "member", "topic", "partition").orderBy("seq", "part")
@@ -97,9 +100,7 @@ def test_member_rows_cache_order_is_what_offsets_reads(spark: Any, samples_corpu
     other = rows.sortWithinPartitions("group", "seq", "part").persist()
     try:
         assert _ordering(other)[:3] == ["group", "seq", "part"]
-        sorts: list[list[str]] = []
-        _sorts(delivery.offsets(other)._jdf.queryExecution().executedPlan(), sorts)
-        assert ["group", "member", "topic", "partition", "life", "seq", "part"] in sorts
+        assert ["group", "member", "topic", "partition", "life", "seq", "part"] in _sorts(delivery.offsets(other))
     finally:
         other.unpersist()
 
@@ -142,13 +143,9 @@ def test_ownerships_number_the_intervals_as_offsets_numbers_the_rows(spark: Any,
         rows.unpersist()
 
 
-def _count(node: Any, kind: str) -> int:
-    """The nodes of class ``kind`` in a physical plan (a py4j ``SparkPlan``; the cached frames' plans left out)."""
-    if node.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
-        return _count(node.inputPlan(), kind)
-    children = node.children()
-    return int(node.getClass().getSimpleName() == kind) + sum(_count(children.apply(i), kind)
-                                                               for i in range(children.size()))
+def _count(df: Any, kind: str) -> int:
+    """The operators of class ``kind`` in ``df``'s own physical plan."""
+    return sum(n.getClass().getSimpleName() == kind for n in _nodes(df._jdf.queryExecution().executedPlan()))
 
 
 def test_no_gap_joins_the_hidden_candidates_once(spark: Any, samples_corpus: Path) -> None:
@@ -172,10 +169,10 @@ def test_no_gap_joins_the_hidden_candidates_once(spark: Any, samples_corpus: Pat
         _, uncut = delivery.no_gap(off, rows, iv, own)
         # without a broker's commits: the verdicts, the hidden members' positions (probes and answers), the dropped
         # positions
-        assert _count(uncut._jdf.queryExecution().executedPlan(), "ObjectHashAggregateExec") == 2 * 4
+        assert _count(uncut, "ObjectHashAggregateExec") == 2 * 4
         _, first_polls = delivery.no_gap(off, rows, iv, own, keep=keep_hidden)
         assert len(kept) == 1
-        assert _count(first_polls._jdf.queryExecution().executedPlan(), "ObjectHashAggregateExec") == 0
+        assert _count(first_polls, "ObjectHashAggregateExec") == 0
     finally:
         for df in (*kept, own, iv, off, rows):
             df.unpersist()
