@@ -13,7 +13,7 @@ counted. The job itself is not changed: this is a measurement for whoever owns t
   (the rows sorted by ``(seq, part)`` in the worker).
 - ``map``: ``mapInArrow(...)`` with no shuffle. It needs every group's rows in one task, in file order:
   the corpus layout writes whole groups per file sorted by ``(group, seq)`` (simulated corpora and
-  the bench's copies; see docs/benchmarks.md for ``corpus --from``), and ``spark.sql.files.maxPartitionBytes``
+  the bench's copies; see docs/benchmarks-spark.md for ``corpus --from``), and ``spark.sql.files.maxPartitionBytes``
   is set above the largest file so no file is split. The worker cuts the stream where the group changes.
   Both routes also return one marker row per group (its event count), and the driver checks that every
   group came back exactly once with every event: a group split across tasks would fail the run.

@@ -55,7 +55,7 @@ DEFAULTS = {
     # them into a class of its own that the JVM's JIT then compiles again, for stages that mostly run over a few
     # partitions. Without it the operators run their own code, expressions still generated. Measured: the whole
     # job 6.1% and 6.9% less JVM CPU at 10M (two alternating rounds; JIT 9-15% less, GC 16-19% less), the same
-    # findings, and it finished at 50M (docs/benchmarks.md, "whole-stage code generation off").
+    # findings, and it finished at 50M (docs/benchmarks-spark.md, "whole-stage code generation off").
     "spark.sql.codegen.wholeStage": "false",
 }
 
@@ -82,7 +82,7 @@ def storage_level(spark: Any) -> Any:
 # count, ``false`` when the user gave one; either can be set like any Spark setting).
 FROM_CORPUS = "spark.groupspec.mine.partitionsFromCorpus"
 # Corpus rows one running task may hold per GB of the heap it shares with the tasks beside it. Measured on
-# this project's corpora (1.87 rows per event; docs/benchmarks.md, "the whole job at 50M finishes"), local[2]:
+# this project's corpora (1.87 rows per event; docs/benchmarks-spark.md, "the whole job at 50M finishes"), local[2]:
 # with a 6 GB driver (3 GB a task), 4.7M rows a task (10M events, 4 partitions) finished, 2.9M (50M events,
 # 32) finished, 23.5M (50M, 4) failed for execution memory; with 1 GB, 2.35M (5M events, 4) failed for heap and
 # 0.29M (32) finished. 1M per GB of a task's share is the one finished run at 50M (32 partitions): the
@@ -138,7 +138,7 @@ def partitions_for(rows: int, heap_bytes: int, parallelism: int, base: int, rows
     fit its share of the heap: ``rows / partitions <= rows_per_task_gb * heap_gb / parallelism``. Never
     fewer than ``base`` (the session's count for small corpora), and a multiple of ``parallelism`` so the
     last wave of tasks keeps every slot busy. Too many costs too (every stage has that many tasks, each
-    sorting its share): 128 at 10M events took more than 2.4 times the CPU of 4 (docs/benchmarks.md).
+    sorting its share): 128 at 10M events took more than 2.4 times the CPU of 4 (docs/benchmarks-spark.md).
     """
     share_gb = heap_bytes / 2**30 / max(1, parallelism)
     needed = math.ceil(rows / max(1.0, rows_per_task_gb * share_gb))

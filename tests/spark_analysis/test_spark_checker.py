@@ -62,7 +62,7 @@ def test_per_group_findings_on_the_samples_are_each_sets(spark: Any, sample_sets
     # Except where a judgement needs another group's events, which a per-group call cannot see: VerifiableConsumer
     # output without its client logs sits in the default group while the broker's removals are in the real one,
     # so the checker leaves those overlaps undecided (Checker._unnamed_removal) and the per-group route reports
-    # them as single-owner violations -- false ones, on a correct real run (docs/benchmarks.md, h15-udf's caveats).
+    # them as single-owner violations -- false ones, on a correct real run (docs/benchmarks-spark.md, h15-udf's caveats).
     cross_group = "real-vc-stall-zombie-output-only"
     # So does what a member that moved groups did in the group it left (crafted.MOVED_ACROSS)
     apart = {cross_group} | {f"crafted-{n}" for n in crafted.MOVED_ACROSS}
