@@ -12,20 +12,25 @@ go (or its trace ends): by then a zombie source may have consumed further, which
 handoff with duplicates names its cause (:data:`traces.delivery.CAUSES`).
 
 Sizes. Every frame here is keyed by ``(group, topic, partition)`` first, so it lives in the group
-partitioning the job made once (no shuffle). What one partition of one group needs:
+partitioning the job made once (no shuffle: the one exchange left is of a few auto-commit rows per
+member, :func:`_auto`'s union). What one partition of one group needs:
 
 - the release a new ownership starts from is the last release before it in a window over the
   partition's intervals and releases in order (no range join: one sort of the partition's
-  intervals, two rows per interval);
+  intervals, two rows per interval, made by one explode of each interval: a union of two selects
+  loses the group partitioning, and every join after the window shuffled again);
 - a release's position is its ownership's last position (one aggregate per ownership);
 - only a new ownership that began while another member still held the partition (rare: zombies,
   late revokes) needs that holder's position at a later moment: those few are range-joined with the
   holder's polls of that one ownership. The first version range-joined every handoff with every poll
   of the partition and ran out of memory; this one's joins grow with handoffs, not with polls.
 
-The driver matters too: the inputs (intervals, first polls) are themselves deep plans, referred to
-many times here, and analysing that tree exhausted the driver's heap. They are cut to one leaf each
-(:func:`_cut`, a lazy local checkpoint that keeps the group partitioning) and computed once.
+The driver matters too: the inputs are deep plans, referred to many times here, and analysing that
+tree exhausted the driver's heap in the first version. The inputs (ownerships, first polls) are now
+cached by mine.plan and read as they are; the handoffs themselves, which every branch of
+:func:`_measure` reads, are cut to one leaf (:func:`_cut`, a lazy local checkpoint that keeps the
+group partitioning) and computed once. Measured at 1M (docs/benchmarks.md, h25-handoff): planning
+mine.plan holds 240 MB of the driver's heap with that cut, 510 MB without it.
 """
 
 from __future__ import annotations
@@ -47,10 +52,11 @@ OWN_KEY = ["group", "member", "topic", "partition", "ac"]
 def _cut(df: DataFrame) -> DataFrame:
     """``df`` with its logical plan cut off (a lazy local checkpoint, kept in the group partitioning).
 
-    The handoff joins refer to the ownership intervals and first polls many times, and each of those is itself
-    a plan of windows and joins over the corpus: analysing the whole tree took the driver's memory (the
-    OutOfMemoryError of the first version, in the planner, not in the executors). A checkpointed frame is
-    one leaf, computed once when the handoffs are."""
+    Used once, for the handoffs that :func:`_measure` reads in four branches: each would compute their window and
+    joins again, and each would carry their plan, itself over the deep plans of the cached inputs (analysing such
+    trees took the driver's memory in the first version: an OutOfMemoryError in the planner, not in the executors).
+    The first version cut its inputs too; they are cached now (mine.plan), and a checkpoint of a cached frame copies
+    every row of it again."""
     return df.localCheckpoint(eager=False)
 
 
