@@ -1,4 +1,4 @@
-"""The handoffs' plan (``handoff.handoffs``) and no-gap's broker commits, held on their physical plans.
+"""The handoffs' plan (``handoff.handoffs``), held on its physical plan.
 
 The handoffs read frames that mine.plan caches, every one partitioned by group: a join or window keyed by
 ``(group, ...)`` over them needs no exchange. A union of two selects of the intervals reports no partitioning in Spark
@@ -7,10 +7,8 @@ handoffs after it was exchanged the same way (14 exchanges at h24). One explode 
 The holders' polls (the one branch that reads every poll) were sorted once per reader of the handoffs that came after
 their join: they are now read once.
 
-No-gap's broker commits (server.log's ``coordinator_offset_commit``) are joined to the kept candidates, which three
-branches read (the verdicts, the hidden members' positions, the dropped positions). Only the verdicts read the broker's
-columns: the other two select the candidates' keys, and Spark drops a left join with an aggregate grouped by the join
-keys when none of its columns is read. So the plan joins them once, and the test holds that.
+No-gap's one join with the broker's commits is held in test_delivery_plan.py
+(``test_no_gap_joins_the_hidden_candidates_once``).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from spark_analysis import delivery, handoff, mine, ownership
+from spark_analysis import handoff, mine
 from tests.spark_analysis.test_delivery_plan import _nodes
 
 
@@ -66,32 +64,3 @@ def test_the_handoffs_shuffle_only_the_auto_commit_rows_and_sort_the_polls_once(
         assert not any("p_pos" in s or "a_seq" in s for s in sort_aggs), sort_aggs
     finally:
         p.release()
-
-
-def test_no_gap_joins_the_brokers_commits_once(spark: Any, samples_corpus: Path) -> None:
-    events = mine.load(spark, samples_corpus).repartition("group")
-    rows = ownership.member_rows(events, None).persist()
-    off = delivery.offsets(rows).persist()
-    iv = ownership.intervals(rows).persist()
-    own = delivery.ownerships(off, iv).persist()
-    broker = delivery.broker_commits(events)
-    kept: list[Any] = []
-
-    def keep_hidden(df: Any) -> Any:
-        if "hidden" not in df.columns:
-            return df
-        kept.append(df.persist())
-        return kept[-1]
-
-    try:
-        # the samples hold server.log's commits (kafka-4.1.1), so the join is not over nothing
-        assert broker.limit(1).count() == 1
-        _, first_polls = delivery.no_gap(off, rows, iv, own, broker=broker, keep=keep_hidden)
-        assert len(kept) == 1
-        # one join of the candidates with the broker's commits (b_seq < seq): the verdicts'; the hidden members'
-        # positions and the dropped positions read no column of it, and Spark drops the join there (f5d2ab4 too)
-        joins = [n for n in _plan(first_polls) if "Join" in _kind(n) and "b_seq" in n.simpleString(10)]
-        assert len(joins) == 1
-    finally:
-        for df in (*kept, own, iv, off, rows):
-            df.unpersist()
