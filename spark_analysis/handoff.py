@@ -12,20 +12,25 @@ go (or its trace ends): by then a zombie source may have consumed further, which
 handoff with duplicates names its cause (:data:`traces.delivery.CAUSES`).
 
 Sizes. Every frame here is keyed by ``(group, topic, partition)`` first, so it lives in the group
-partitioning the job made once (no shuffle). What one partition of one group needs:
+partitioning the job made once (no shuffle: the one exchange left is of a few auto-commit rows per
+member, :func:`_auto`'s union). What one partition of one group needs:
 
 - the release a new ownership starts from is the last release before it in a window over the
   partition's intervals and releases in order (no range join: one sort of the partition's
-  intervals, two rows per interval);
+  intervals, two rows per interval, made by one explode of each interval: a union of two selects
+  loses the group partitioning, and every join after the window shuffled again);
 - a release's position is its ownership's last position (one aggregate per ownership);
 - only a new ownership that began while another member still held the partition (rare: zombies,
   late revokes) needs that holder's position at a later moment: those few are range-joined with the
   holder's polls of that one ownership. The first version range-joined every handoff with every poll
   of the partition and ran out of memory; this one's joins grow with handoffs, not with polls.
 
-The driver matters too: the inputs (intervals, first polls) are themselves deep plans, referred to
-many times here, and analysing that tree exhausted the driver's heap. They are cut to one leaf each
-(:func:`_cut`, a lazy local checkpoint that keeps the group partitioning) and computed once.
+The driver matters too: the inputs are deep plans, referred to many times here, and analysing that
+tree exhausted the driver's heap in the first version. The inputs (ownerships, first polls) are now
+cached by mine.plan and read as they are; the handoffs themselves, which every branch of
+:func:`_measure` reads, are cut to one leaf (:func:`_cut`, a lazy local checkpoint that keeps the
+group partitioning) and computed once. Measured at 1M (docs/benchmarks.md, h25-handoff): planning
+mine.plan holds 240 MB of the driver's heap with that cut, 510 MB without it.
 """
 
 from __future__ import annotations
@@ -47,10 +52,11 @@ OWN_KEY = ["group", "member", "topic", "partition", "ac"]
 def _cut(df: DataFrame) -> DataFrame:
     """``df`` with its logical plan cut off (a lazy local checkpoint, kept in the group partitioning).
 
-    The handoff joins refer to the ownership intervals and first polls many times, and each of those is itself
-    a plan of windows and joins over the corpus: analysing the whole tree took the driver's memory (the
-    OutOfMemoryError of the first version, in the planner, not in the executors). A checkpointed frame is
-    one leaf, computed once when the handoffs are."""
+    Used once, for the handoffs that :func:`_measure` reads in four branches: each would compute their window and
+    joins again, and each would carry their plan, itself over the deep plans of the cached inputs (analysing such
+    trees took the driver's memory in the first version: an OutOfMemoryError in the planner, not in the executors).
+    The first version cut its inputs too; they are cached now (mine.plan), and a checkpoint of a cached frame copies
+    every row of it again."""
     return df.localCheckpoint(eager=False)
 
 
@@ -80,17 +86,19 @@ def _auto(rows: DataFrame) -> DataFrame:
 
 
 def _auto_at(probes: DataFrame, auto: DataFrame, key: list[str], who: str, at: str) -> DataFrame:
-    """``probes`` with ``auto``: member ``who``'s auto-commit at row ``at`` (the checker's ``Member.auto_commit``:
-    the last ``enable_auto_commit`` said, else True from its first non-showing callback-trace row on)."""
+    """Per probe (``key``) that ``auto`` has a row for by then: member ``who``'s auto-commit at row ``at`` (the
+    checker's ``Member.auto_commit``: the last ``enable_auto_commit`` said, else True from its first non-showing
+    callback-trace row on), and its ``auto.commit.interval.ms``; the caller joins it to the probes."""
     a = auto.select(F.col("group").alias("a_group"), F.col("member").alias("a_member"), F.col("seq").alias("a_seq"),
                     "v", "explicit", "ms")
     k = probes.select(*key, who, at)
     j = k.join(a, (k["group"] == a["a_group"]) & (k[who] == a["a_member"]) & (a["a_seq"] <= k[at]), "inner")
-    said = F.max(F.when(F.col("explicit") == 1, F.struct("a_seq", "v")))["v"]
+    # the last said value, by its row: one per seq and member (part 0 only), so max_by has no ties, and its long
+    # key makes this a hash aggregate (the largest struct of (a_seq, v) was a sort aggregate)
+    said = F.max_by(F.col("v"), F.when(F.col("explicit") == 1, F.col("a_seq")))
     inferred = F.max(F.when(F.col("explicit") == 0, F.col("v")))
-    interval = F.max(F.when(F.col("explicit") == 2, F.struct("a_seq", "ms")))["ms"]
-    got = j.groupBy(*key).agg(F.coalesce(said, inferred).alias("auto"), interval.alias("interval_ms"))
-    return probes.join(got, key, "left")
+    interval = F.max_by(F.col("ms"), F.when(F.col("explicit") == 2, F.col("a_seq")))
+    return j.groupBy(*key).agg(F.coalesce(said, inferred).alias("auto"), interval.alias("interval_ms"))
 
 
 def handoffs(off: DataFrame, own: DataFrame, rows: DataFrame, first_polls: DataFrame) -> DataFrame:
@@ -99,32 +107,39 @@ def handoffs(off: DataFrame, own: DataFrame, rows: DataFrame, first_polls: DataF
 
     ``off``: :func:`spark_analysis.delivery.offsets`; ``own``: its ownership intervals numbered
     (:func:`spark_analysis.delivery.ownerships`, the frame no-gap reads too); ``first_polls``: the first polls of
-    :func:`spark_analysis.delivery.no_gap` with the committed offset the checker judged them on.
+    :func:`spark_analysis.delivery.no_gap` with the committed offset the checker judged them on. mine.plan caches all
+    three, so they are read here as they are (a checkpoint of them would copy every ownership and first poll again).
     """
     polls = off.filter(F.col("polled"))
-    ivn = _cut(own)
-    # the source at each assignment: a holder (an interval open across it), else the last release before it
+    ivn = own
+    # the source at each assignment: a holder (an interval open across it), else the last release before it. Each
+    # interval gives two rows of one window, its release (none at eof) and its start, made by one explode of the
+    # interval: a Generate keeps the group partitioning of the cached intervals, where a union of two selects of
+    # them does not (Spark 4.0's UnionExec reports no partitioning), and the window's exchange by (group, topic,
+    # partition) then made every frame joined to the handoffs, all partitioned by group, shuffle again
     wtp = Window.partitionBy(*TP_KEY).orderBy("at", "kind_order")
-    releases = ivn.filter(F.col("end_kind") != "eof").select(
-        *TP_KEY, F.col("end_seq").alias("at"), F.lit(0).alias("kind_order"),
-        F.struct(F.col("member").alias("h"), F.col("end_kind").alias("kind"), F.col("end_where").alias("where"),
-                 F.col("P").alias("pos"), F.col("start_seq").alias("h_start"), F.col("end_seq").alias("h_end"),
-                 F.col("next_start").alias("h_next")).alias("rel"),
+    rel = F.struct(F.col("member").alias("h"), F.col("end_kind").alias("kind"), F.col("end_where").alias("where"),
+                   F.col("P").alias("pos"), F.col("start_seq").alias("h_start"), F.col("end_seq").alias("h_end"),
+                   F.col("next_start").alias("h_next"))
+    release = F.when(F.col("end_kind") != "eof", F.struct(
+        F.col("end_seq").alias("at"), F.lit(0).alias("kind_order"), rel.alias("rel"),
         F.lit(None).cast("string").alias("member"), F.lit(None).cast("long").alias("end_seq"),
-        F.lit(None).cast("int").alias("ac"))
-    starts = ivn.select(*TP_KEY, F.col("start_seq").alias("at"), F.lit(1).alias("kind_order"),
-                        F.lit(None).alias("rel"), "member", "end_seq", "ac")
-    starts = starts.withColumn("rel", F.col("rel").cast(releases.schema["rel"].dataType))
-    both = releases.unionByName(starts).withColumn(
-        "open_before", F.max(F.when(F.col("kind_order") == 1, F.col("end_seq"))).over(wtp.rowsBetween(UNB, -1))) \
+        F.lit(None).cast("int").alias("ac")))
+    start = F.struct(F.col("start_seq").alias("at"), F.lit(1).alias("kind_order"),
+                     F.lit(None).cast(ivn.select(rel.alias("r")).schema["r"].dataType).alias("rel"),
+                     F.col("member").alias("member"), F.col("end_seq").alias("end_seq"), F.col("ac").alias("ac"))
+    both = ivn.select(*TP_KEY, F.explode(F.array(release, start)).alias("e")).filter(F.col("e").isNotNull()) \
+        .select(*TP_KEY, "e.*") \
+        .withColumn("open_before", F.max(F.when(F.col("kind_order") == 1, F.col("end_seq")))
+                    .over(wtp.rowsBetween(UNB, -1))) \
         .withColumn("last_rel", F.last("rel", True).over(wtp.rowsBetween(UNB, -1)))
     assigned = both.filter(F.col("kind_order") == 1).select(
         *TP_KEY, "member", "ac", F.col("at").alias("start_seq"), "end_seq", "last_rel",
         (F.col("open_before") > F.col("at")).alias("maybe_held"))
     # the handoffs that start: the ownership's first poll, with the committed offset no-gap judged it on
-    fp = _cut(first_polls.select("group", "member", "topic", "partition", "ac", F.col("seq").alias("f"),
-                                 F.col("timestamp").alias("ts"), F.col("low").alias("start"), "committed",
-                                 F.col("w0").alias("w")))
+    fp = first_polls.select("group", "member", "topic", "partition", "ac", F.col("seq").alias("f"),
+                            F.col("timestamp").alias("ts"), F.col("low").alias("start"), "committed",
+                            F.col("w0").alias("w"))
     h = assigned.join(fp, ["group", "member", "topic", "partition", "ac"], "inner")
     # holders at the assignment: intervals of other members open across it (only where one may be)
     maybe = h.filter(F.col("maybe_held")).select(*TP_KEY, "member", "ac", "start_seq")
@@ -138,46 +153,57 @@ def handoffs(off: DataFrame, own: DataFrame, rows: DataFrame, first_polls: DataF
             F.min_by(F.struct(F.col("o_member").alias("h"), F.col("o_ac").alias("h_ac"),
                               F.col("o_start_seq").alias("h_start"), F.col("o_next_start").alias("h_next")),
                      F.col("o_start_seq")).alias("holder"))
+    # checkpointed: _measure reads the handoffs in four branches (the holders' polls, the source's failed commits,
+    # its auto-commit, the joins of those back), and each would compute the window and the joins above again
     h = _cut(h.join(held, [*TP_KEY, "member", "ac"], "left"))
     return _measure(h, polls, rows, ivn)
 
 
 def _measure(h: DataFrame, polls: DataFrame, rows: DataFrame, ivn: DataFrame) -> DataFrame:
-    """Previous position, cause and duplicates of each handoff (``DeliveryChecks._start_handoff`` / ``_close_handoff``)."""
+    """Previous position, cause and duplicates of each handoff (``DeliveryChecks._start_handoff`` / ``_close_handoff``).
+
+    Each branch reads the handoffs ``h`` (one row per ownership, :data:`OWN_KEY`) and gives at most one row per
+    handoff, and all of them are joined to ``h`` at the end: a branch that read ``h`` after another's join would
+    compute that join again (a left join whose other side Spark cannot prove unique per key is not dropped, even
+    when none of its columns is read)."""
     from_holder = F.col("holder").isNotNull()
     h = h.filter(from_holder | F.col("last_rel").isNotNull()).withColumn(
         "previous", F.when(from_holder, F.col("holder.h")).otherwise(F.col("last_rel.h")))
-    # a holder's position at the first poll, and (a zombie) at the close: its polls of the ownership it held then
+    # a holder's position at the first poll, and (a zombie) at the close: its polls of the ownership it held then.
+    # The last poll is the one with the highest n_poll (it strictly increases along the ownership's polls, as
+    # (seq, part) does): an int a hash aggregate takes, where the largest struct of (seq, part, position) was a
+    # sort aggregate
     hp = polls.select(F.col("group").alias("p_group"), F.col("member").alias("p_member"),
                       F.col("topic").alias("p_topic"), F.col("partition").alias("p_partition"),
-                      F.col("ac").alias("p_ac"), F.col("seq").alias("p_seq"), F.col("part").alias("p_part"),
+                      F.col("ac").alias("p_ac"), F.col("seq").alias("p_seq"), F.col("n_poll").alias("p_n"),
                       F.col("pos_after").alias("p_pos"))
     hk = h.filter(from_holder).select(*TP_KEY, "member", "ac", "f", F.col("end_seq").alias("close"),
                                       F.col("holder.h").alias("hh"), F.col("holder.h_ac").alias("h_ac"),
                                       F.col("holder.h_next").alias("h_next"))
+    before_first = F.col("p_seq") < F.col("f")
     hj = hk.join(hp, (hk["group"] == hp["p_group"]) & (hk["topic"] == hp["p_topic"])
                  & (hk["partition"] == hp["p_partition"]) & (hk["hh"] == hp["p_member"]) & (hk["h_ac"] == hp["p_ac"])
                  & (hp["p_seq"] < hk["close"]), "inner") \
         .groupBy(*TP_KEY, "member", "ac", "f", "hh", "h_next").agg(
-            F.max(F.when(F.col("p_seq") < F.col("f"), F.struct("p_seq", "p_part", "p_pos"))).alias("held"),
-            F.max(F.struct("p_seq", "p_part", "p_pos"))["p_pos"].alias("zombie_pos"))
-    # the holder's position at the first poll is gone if it was assigned the partition again or restarted since
-    starts = _cut(rows.filter(F.col("name") == STARTUP).select(
-        F.col("group").alias("u_group"), F.col("member").alias("u_member"), F.col("seq").alias("u_seq")))
-    gone = hj.join(starts, (hj["group"] == starts["u_group"]) & (hj["hh"] == starts["u_member"])
-                   & (starts["u_seq"] > hj["held.p_seq"]) & (starts["u_seq"] < hj["f"]), "left_semi")
-    hj = hj.join(gone.select(*TP_KEY, "member", "ac", F.lit(True).alias("gone")), [*TP_KEY, "member", "ac"], "left")
+            F.max(F.when(before_first, F.col("p_seq"))).alias("held_seq"),
+            F.max_by(F.col("p_pos"), F.when(before_first, F.col("p_n"))).alias("held_pos"),
+            F.max_by(F.col("p_pos"), F.col("p_n")).alias("zombie_pos"))
+    # the holder's position at the first poll is gone if it was assigned the partition again or restarted since:
+    # its restarts, one row per member (few), where a join of the aggregate with them computed it a second time
+    restarts = rows.filter(F.col("name") == STARTUP).groupBy("group", "member").agg(
+        F.collect_list("seq").alias("restarts")).withColumnRenamed("member", "hh")
+    hj = hj.join(restarts, ["group", "hh"], "left")
+    gone = F.coalesce(F.exists(F.col("restarts"), lambda u: (u > F.col("held_seq")) & (u < F.col("f"))),
+                      F.lit(False))
     hj = hj.select(*TP_KEY, "member", "ac", "zombie_pos", F.when(
-        F.col("gone").isNull() & (F.col("h_next").isNull() | (F.col("h_next") > F.col("f"))),
-        F.col("held.p_pos")).alias("held_pos"))
-    h = h.join(hj, [*TP_KEY, "member", "ac"], "left")
+        ~gone & (F.col("h_next").isNull() | (F.col("h_next") > F.col("f"))), F.col("held_pos")).alias("held_pos"))
     # a failed commit of the source (since its assignment, before the first poll; a release's only until the
     # source is assigned the partition again)
-    failed = _cut(rows.filter((F.col("name") == COMMITTED) & (F.col("success") == False)  # noqa: E712
+    failed = rows.filter((F.col("name") == COMMITTED) & (F.col("success") == False)  # noqa: E712
                          & F.col("topic").isNotNull() & F.col("offset").isNotNull()).select(
         F.col("group").alias("x_group"), F.col("member").alias("x_member"), F.col("topic").alias("x_topic"),
         F.col("partition").alias("x_partition"), F.col("seq").alias("x_seq"), F.col("offset").alias("x_offset"),
-        F.coalesce(F.col("error"), F.lit("")).alias("x_error")))
+        F.coalesce(F.col("error"), F.lit("")).alias("x_error"))
     src_start = F.when(from_holder, F.col("holder.h_start")).otherwise(F.col("last_rel.h_start"))
     src_until = F.when(from_holder, F.col("f")).otherwise(F.least(F.col("f"), F.coalesce(F.col("last_rel.h_next"),
                                                                                           F.col("f"))))
@@ -188,13 +214,13 @@ def _measure(h: DataFrame, polls: DataFrame, rows: DataFrame, ivn: DataFrame) ->
         .groupBy(*TP_KEY, "member", "ac").agg(
             F.max(F.struct(F.col("x_seq").alias("s"), F.col("x_offset").alias("o"), F.col("x_error").alias("e")))
             .alias("failed"))
-    h = h.join(fx, [*TP_KEY, "member", "ac"], "left")
     # the source's auto-commit: at the first poll (a holder) or at its release
-    h = h.withColumn("auto_at", F.when(from_holder, F.col("f")).otherwise(F.col("last_rel.h_end")))
-    h = _auto_at(h, _cut(_auto(rows)), [*TP_KEY, "member", "ac"], "previous", "auto_at")
+    auto = _auto_at(h.withColumn("auto_at", F.when(from_holder, F.col("f")).otherwise(F.col("last_rel.h_end"))),
+                    _auto(rows), [*TP_KEY, "member", "ac"], "previous", "auto_at")
     # the new owner's position when it lets the partition go: its ownership's last
     mine = ivn.select(*TP_KEY, "member", "ac", F.col("P").alias("new_pos"))
-    h = h.join(mine, [*TP_KEY, "member", "ac"], "left")
+    for side in (hj, fx, auto, mine):
+        h = h.join(side, OWN_KEY, "left")
     return _classify(h)
 
 
