@@ -46,7 +46,9 @@ ROWS = [("g1", "single-owner", ["a", "b"], 0, 10), ("g1", "no-gap", ["a"], 1, 20
 
 
 def test_a_gain_only_when_every_branch_run_is_below_every_base_run() -> None:
-    assert ab.verdict([250.0, 244.8, 248.6], [230.1, 240.0, 231.8]).startswith("gain established")
+    gain = ab.verdict([250.0, 244.8, 248.6], [230.1, 240.0, 231.8])
+    assert gain.startswith("gain established") and gain.endswith("equal code would order them so 1 time in 20)")
+    assert ab.verdict([250.0, 244.8, 248.6, 251.0], [230.1, 240.0, 231.8, 233.0]).endswith("1 time in 70)")
     overlap = ab.verdict([250.0, 244.8, 248.6], [230.1, 245.0, 231.8])
     assert overlap.startswith("no gain established") and "overlap over 244.8-245.0" in overlap
     # equal extremes are no gain: the branch's worst run ties the base's best
