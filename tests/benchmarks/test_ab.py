@@ -206,7 +206,7 @@ def test_one_round_of_one_tree_against_itself(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
     done = subprocess.run([sys.executable, "-m", "benchmarks.ab", "--", "--base", str(ROOT), "--branch", str(ROOT),
                            "--work", str(work), "--size", str(size), "--pool-groups", "3", "--rounds", "1",
-                           "--master", "local[1]", "--conf", "spark.driver.memory=1g", "--out", str(out)],
+                           "--master", "local[1]", "--conf", "spark.driver.memory=2g", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
