@@ -87,7 +87,8 @@ def check_tree(side: str, path: Path, python: str) -> Tree:
     done = subprocess.run([python, "-c", "from benchmarks.bench_spark import _layout_tag; print(_layout_tag())"],
                           cwd=path, env=_env(path), capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise AbError(f"--{side} {path}: its benchmark does not import: {done.stderr.strip().splitlines()[-1:]}")
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise AbError(f"--{side} {path}: its benchmark does not import: {last}")
     return Tree(side, path, _git(path, "rev-parse", "HEAD") or "unknown",
                 bool(_git(path, "status", "--porcelain", "--untracked-files=no")), done.stdout.strip())
 
