@@ -7,7 +7,7 @@ are held here to the job itself, from the physical plans of every frame ``mine.p
 of the member rows' cache reads. A column the rows carry that no frame reads fails the first test; a reader of a
 dropped column fails every test (the plan does not build). The columns only other rules read (``CONTEXT``) ride
 in one sparse struct, held here to the corpus; and the cached rows' order (``TP_WINDOW``) to the window that reads
-them without a sort.
+them without a sort. The cached corpus is held the same way (``mine.CORPUS_NOT_READ``: dropped before the repartition).
 """
 
 from __future__ import annotations
