@@ -29,7 +29,7 @@ engine deduplicates copies). Kept in ``--work`` between runs.
   does not depend on how many groups follow.
 
 Run: ``python -m benchmarks spark -- --sizes 1000000`` (minutes), or the issue's sizes with
-``--sizes 10000000,50000000`` (hours on the shared 2-core machine: see docs/benchmarks.md).
+``--sizes 10000000,50000000`` (hours on the shared 2-core machine: see docs/benchmarks-spark.md).
 """
 
 from __future__ import annotations
@@ -494,7 +494,31 @@ def operators(df: Any) -> dict[str, int]:
     return counts
 
 
-def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part: str | None = None) -> dict[str, Any]:
+def storage_bytes(spark: Any) -> dict[str, int]:
+    """The bytes every cached RDD holds now, in memory and on disk, from Spark's storage info (what the UI's Storage
+    tab shows): a cache's size is the difference across the action that materialised it."""
+    infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+    return {"memory": sum(int(i.memSize()) for i in infos), "disk": sum(int(i.diskSize()) for i in infos)}
+
+
+def cache_columns(spark: Any, df: Any) -> dict[str, dict[str, int]]:
+    """The bytes each column of the cached frame ``df`` takes, cached alone: each column is read from ``df``'s cache,
+    cached on its own at ``df``'s storage level, measured and released. Spark's in-memory cache builds each column's
+    buffer (and its compression) apart from the others', so a column cached alone takes what it takes in ``df``'s
+    batches, give or take the batch's own bookkeeping. Largest first."""
+    sizes: dict[str, dict[str, int]] = {}
+    for name in df.columns:
+        one = df.select(name).persist(df.storageLevel)
+        before = storage_bytes(spark)
+        one.count()  # a cached frame's count builds its whole cache
+        after = storage_bytes(spark)
+        one.unpersist(blocking=True)
+        sizes[name] = {k: after[k] - before[k] for k in after}
+    return dict(sorted(sizes.items(), key=lambda kv: -(kv[1]["memory"] + kv[1]["disk"])))
+
+
+def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part: str | None = None,
+            columns: bool = False) -> dict[str, Any]:
     """Where the whole job's CPU goes: ``mine.plan``'s parts run one action each, in the plan's order.
 
     Each function mine.plan calls is wrapped for the call (benchmark only) so that the frame it returns is
@@ -519,7 +543,10 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
     ``part`` (``--part NAME``, a name as the profile prints it: ``mine.member_rows``, ``invariants.unowned``, ...):
     that part alone, in a fresh session -- the caches it may read (a cached part: the caches before it in the plan;
     a rule: every cache) run first, each its own step, then the part; nothing after it. Every step also counts
-    the operators of its own plan (:func:`operators`)."""
+    the operators of its own plan (:func:`operators`).
+
+    Each cache step records the bytes its cache holds (``cache_bytes``, memory and disk: :func:`storage_bytes`
+    across the step); with ``columns`` (``--cache-columns``), also each column's (:func:`cache_columns`)."""
     import importlib
     import inspect
 
@@ -579,12 +606,18 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
             steps.append(("run: mine.collect", None, lambda: mine.collect(p, mine.MineConfig())))
         for label, df, action in steps:
             ops = operators(df) if part is not None else None
+            stored = storage_bytes(spark)
             t0, c0, threads = time.monotonic(), _jvm_cpu_s(spark), ThreadCpu(pid)
             spark.sparkContext.setJobDescription(label)
             action()
             parts.append({"part": label, "jvm_cpu_s": round(_jvm_cpu_s(spark) - c0, 1),
                           "by_thread_s": threads.result(), "seconds": round(time.monotonic() - t0, 1),
                           **({"operators": ops} if ops is not None else {})})
+            if label.startswith("cache: "):
+                parts[-1]["cache_bytes"] = {k: v - stored[k] for k, v in storage_bytes(spark).items()}
+                if columns:  # after the step's CPU reading: the columns' caches are no part of its cost
+                    spark.sparkContext.setJobDescription(f"{label}: its columns")
+                    parts[-1]["cache_columns_bytes"] = cache_columns(spark, df)
             print(f"profile: {parts[-1]}", flush=True)
         p.release()
         for df in kept_rules:
@@ -626,6 +659,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run one part of mine.plan alone (as --profile names it, e.g. mine.member_rows), after the "
                              "caches it may read, each step's CPU and operators (on the last master; with "
                              "--no-whole --no-core nothing else runs)")
+    parser.add_argument("--cache-columns", action="store_true",
+                        help="with --profile or --part: each cache's bytes per column too (each column cached alone)")
     parser.add_argument("--no-checker", action="store_true", help="skip the streaming checker's row")
     parser.add_argument("--duckdb-memory", default="8GB",
                         help="DuckDB's memory_limit: past it DuckDB spills to disk instead of taking the machine")
@@ -642,9 +677,10 @@ def main(argv: list[str] | None = None) -> int:
         corpus_dir, events, copies = replicate(pool_dir, args.work, size)
         run: dict[str, Any] = {"target": size, "events": events, "copies": copies}
         if args.profile:
-            run["profile"] = profile(corpus_dir, args.masters.split(",")[-1], conf)
+            run["profile"] = profile(corpus_dir, args.masters.split(",")[-1], conf, columns=args.cache_columns)
         if args.part:
-            run["part"] = profile(corpus_dir, args.masters.split(",")[-1], conf, part=args.part)
+            run["part"] = profile(corpus_dir, args.masters.split(",")[-1], conf, part=args.part,
+                                  columns=args.cache_columns)
         runs = variants(args.variant)
         for rnd, master, (name, vconf) in [(k, m, v) for k in range(args.repeat) for m in
                                             ([] if args.no_whole else args.masters.split(",")) for v in runs]:

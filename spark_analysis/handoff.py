@@ -29,7 +29,7 @@ The driver matters too: the inputs are deep plans, referred to many times here, 
 tree exhausted the driver's heap in the first version. The inputs (ownerships, first polls) are now
 cached by mine.plan and read as they are; the handoffs themselves, which every branch of
 :func:`_measure` reads, are cut to one leaf (:func:`_cut`, a lazy local checkpoint that keeps the
-group partitioning) and computed once. Measured at 1M (docs/benchmarks.md, h25-handoff): planning
+group partitioning) and computed once. Measured at 1M (docs/benchmarks-spark.md, h25-handoff): planning
 mine.plan holds 240 MB of the driver's heap with that cut, 510 MB without it.
 """
 

@@ -116,7 +116,7 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     # what the old owner did with the partition after the new owner got it (consumed, committed). ``acts`` is
     # nearly every poll and commit of the corpus, the overlaps a few per group with one: the overlaps are
     # broadcast and the polls stream past them (a hash join), where a sort-merge join sorted every poll by member
-    # and partition to find the few that match (most of this frame's cost, measured in docs/benchmarks.md,
+    # and partition to find the few that match (most of this frame's cost, measured in docs/benchmarks-spark.md,
     # h20-core). The evidence text (``file:line``) is built only for the rows that matched.
     acts = rows.filter((F.col("name").isin(CONSUMED, RECORD_DATA) | commit_entry_ok()) & F.col("owned_before"))
     acts = acts.select(F.col("group").alias("a_group"), F.col("member").alias("a_member"),
@@ -345,7 +345,7 @@ def _generations_reached(events: DataFrame) -> DataFrame:
     An aggregate per group and generation, inside the group partitions (no exchange, no sort): the few commits
     :func:`stale_commits` judges look it up. It was a window over every corpus row, with a sort of them by
     ``(group, max_gen)`` and the ``file:line`` text built on each, carried on every row into the member rows' cache
-    (docs/benchmarks.md, h23-rest)."""
+    (docs/benchmarks-spark.md, h23-rest)."""
     first = F.min_by(F.struct(F.col("source").alias("source"), F.col("line").alias("line")), F.col("seq"))
     return events.filter(F.col("max_gen").isNotNull()).groupBy("group", "max_gen").agg(
         F.min("timestamp").alias("max_gen_ts"), first.alias("first")).select(

@@ -87,6 +87,13 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
     return events
 
 
+# corpus columns no frame of the job reads (tests/spark_analysis/test_member_rows.py walks every plan for the cached
+# corpus's readers): dropped before the repartition, so the scan skips them and neither the shuffle nor the cache nor
+# group_generations' sort carries them. ``count`` is an offset entry's record count (layout); the rules read the
+# offsets themselves (minOffset, maxOffset). member_rows drops it too (ownership.NOT_READ), for callers without plan.
+CORPUS_NOT_READ = ("count",)
+
+
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
     cached: list[DataFrame] = []
     level = storage_level(spark)
@@ -98,7 +105,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
         cached.append(df.persist(level))
         return cached[-1]
 
-    events = keep(inv.group_generations(load(spark, corpus).repartition("group")))
+    events = keep(inv.group_generations(load(spark, corpus).drop(*CORPUS_NOT_READ).repartition("group")))
     rows = keep(member_rows(events, config.default_protocol))
     iv = keep(intervals(rows))
     ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group)

@@ -2,12 +2,12 @@
 
 ``ownership.member_rows`` drops the corpus columns no reader uses (``NOT_READ``) before its first sort and those
 only its own windows read (``STATE_ONLY``) after them: every column a row carries is copied into each of its sorts,
-out of each of its Window operators and into the cache (docs/benchmarks.md, "narrower member rows"). The two lists
+out of each of its Window operators and into the cache (docs/benchmarks-spark.md, "narrower member rows"). The two lists
 are held here to the job itself, from the physical plans of every frame ``mine.plan`` builds: the columns each scan
 of the member rows' cache reads. A column the rows carry that no frame reads fails the first test; a reader of a
 dropped column fails every test (the plan does not build). The columns only other rules read (``CONTEXT``) ride
 in one sparse struct, held here to the corpus; and the cached rows' order (``TP_WINDOW``) to the window that reads
-them without a sort.
+them without a sort. The cached corpus is held the same way (``mine.CORPUS_NOT_READ``: dropped before the repartition).
 """
 
 from __future__ import annotations
@@ -41,13 +41,15 @@ def _scans(spark: Any, node: Any, rows_cache: int, read: set[str], seen: set[int
         _scans(spark, children.apply(i), rows_cache, read, seen)
 
 
-def _columns_read(spark: Any, p: mine.Plan) -> set[str]:
-    top = p.rows._jdf.queryExecution().executedPlan()
+def _columns_read(spark: Any, p: mine.Plan, cache: Any = None) -> set[str]:
+    """The columns every frame of the job reads from the cached frame ``cache`` (the member rows by default)."""
+    cache = p.rows if cache is None else cache
+    top = cache._jdf.queryExecution().executedPlan()
     while top.getClass().getSimpleName() != "InMemoryTableScanExec":  # the cache's own scan, under a wrapper or two
         top = top.inputPlan() if top.getClass().getSimpleName() == "AdaptiveSparkPlanExec" else top.children().apply(0)
     rows_cache = spark._jvm.java.lang.System.identityHashCode(top.relation().cacheBuilder())
     frames = [p.findings, p.malformed, p.rebalances, p.pauses, p.moves, p.unchecked, p.handoffs,
-              *(df for df in p.cached if df is not p.rows)]
+              *(df for df in p.cached if df is not cache)]
     read: set[str] = set()
     seen: set[int] = set()
     for df in frames:
@@ -67,6 +69,24 @@ def test_every_column_the_member_rows_carry_is_read_by_the_job(spark: Any, sampl
         assert sorted(set(p.rows.columns) - read) == []
         # and the walk found the readers: the rules' columns and the state's
         assert {"owned_before", "ends_life", "minOffset", "context", "max_gen"} <= read
+    finally:
+        p.release()
+
+
+def test_every_column_the_cached_corpus_carries_is_read_by_the_job(spark: Any, samples_corpus: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the corpus cache (group_generations over the repartition) is the job's largest: a column no frame reads is
+    # shuffled, sorted and cached for nothing (count was, until h25-ab); mine.CORPUS_NOT_READ drops those
+    monkeypatch.setattr(handoff, "_cut", lambda df: df)
+    p = mine.plan(spark, samples_corpus)
+    try:
+        assert p.events is p.cached[0]  # the corpus cache, whose readers are walked
+        read = _columns_read(spark, p, p.events)
+        assert not set(mine.CORPUS_NOT_READ) & set(p.events.columns)
+        assert set(mine.CORPUS_NOT_READ) <= set(mine.load(spark, samples_corpus).columns)  # a name the corpus has
+        assert sorted(set(p.events.columns) - read) == []
+        # the walk found readers of the corpus cache beyond the member rows' builder: the coordinator's columns
+        assert {"max_gen", "members", "member_count"} <= read
     finally:
         p.release()
 
