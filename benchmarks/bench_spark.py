@@ -628,12 +628,27 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
         spark.stop()
 
 
+# Settings read only when the driver JVM is launched. PySpark keeps its gateway JVM after ``spark.stop()``, so every
+# run of one bench process shares the first run's JVM (its JIT warm, its options fixed): a variant of one of these
+# would be measured without it taking effect.
+LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.driver.extraClassPath",
+               "spark.driver.extraLibraryPath")
+
+
 def variants(specs: list[str]) -> list[tuple[str, dict[str, str]]]:
-    """``--variant NAME:KEY=VALUE[,KEY=VALUE...]`` -> [(NAME, {KEY: VALUE})], the baseline (no setting) first."""
+    """``--variant NAME:KEY=VALUE[,KEY=VALUE...]`` -> [(NAME, {KEY: VALUE})], the baseline (no setting) first; a
+    :data:`LAUNCH_KEYS` setting is refused, saying how to measure it (one process per setting)."""
     out: list[tuple[str, dict[str, str]]] = [("baseline", {})]
     for spec in specs:
         name, _, settings = spec.partition(":")
-        out.append((name, dict(kv.split("=", 1) for kv in settings.split(",") if kv)))
+        conf = dict(kv.split("=", 1) for kv in settings.split(",") if kv)
+        launch = sorted(k for k in conf if k in LAUNCH_KEYS)
+        if launch:
+            raise SystemExit(f"--variant {name}: {', '.join(launch)} takes effect only when the driver JVM starts, "
+                             "and every run of one bench process shares the first run's JVM: run one process per "
+                             "setting (`--conf KEY=VALUE`), alternating, as docs/benchmarks-spark.md measures the "
+                             "parallel collector")
+        out.append((name, conf))
     return out
 
 
