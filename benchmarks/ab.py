@@ -249,12 +249,27 @@ def json_differences(a: Any, b: Any, path: str = "", limit: int = SHOWN_ROWS) ->
     return found[:limit]
 
 
-def compare_mine_json(a: Path, b: Path) -> list[str]:
-    """``[]`` when the two reports are equal without their timing keys; else the first differences."""
+def without_paths(value: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+    """``value`` without the keys at the dotted ``paths`` (``spark.shuffles``), where they are."""
+    out = json.loads(json.dumps(value, default=str))
+    for path in paths:
+        *parents, last = path.split(".")
+        at: Any = out
+        for key in parents:
+            at = at.get(key) if isinstance(at, dict) else None
+        if isinstance(at, dict):
+            at.pop(last, None)
+    return out
+
+
+def compare_mine_json(a: Path, b: Path, expected: tuple[str, ...] = ()) -> list[str]:
+    """``[]`` when the two reports are equal without their timing keys and the ``expected`` changes (dotted paths,
+    ``--expect-change``); else the first differences."""
     if not a.is_file() or not b.is_file():
         return [f"no mine.json in {a.parent if not a.is_file() else b.parent} (that tree's benchmark does not "
                 "write it): not compared"]
-    return json_differences(without_timing(json.loads(a.read_text())), without_timing(json.loads(b.read_text())))
+    x, y = (without_paths(without_timing(json.loads(p.read_text())), expected) for p in (a, b))
+    return json_differences(x, y)
 
 
 def compare_violations(a: Path, b: Path) -> dict[str, Any]:
@@ -286,13 +301,13 @@ def compare_violations(a: Path, b: Path) -> dict[str, Any]:
         con.close()
 
 
-def compare_results(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every pair of runs: their violations and their reports."""
+def compare_results(runs: list[dict[str, Any]], expected: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Every pair of runs: their violations and their reports (but for the ``expected`` changes of mine.json)."""
     pairs = []
     for x, y in itertools.combinations(runs, 2):
         a, b = Path(x["dir"]), Path(y["dir"])
         v = compare_violations(a / "violations.parquet", b / "violations.parquet")
-        m = compare_mine_json(a / "mine.json", b / "mine.json")
+        m = compare_mine_json(a / "mine.json", b / "mine.json", expected)
         pairs.append({"a": f"{x['side']}-{x['round']}", "b": f"{y['side']}-{y['round']}", "violations": v,
                       "mine_json": m, "equal": v["equal"] and not m})
     return pairs
@@ -329,8 +344,9 @@ def render_md(result: dict[str, Any]) -> str:
     lines.append(_row(["branch / base (medians)", *(s["ratio_of_medians"].get(m, "--") for m in METRICS)]))
     lines += ["", "**Verdict.**", ""] + [f"- {v}" for v in s["verdicts"].values()]
     eq = result["equal"]
+    expected = "".join(f", without `{k}`" for k in result.get("expect_change", []))
     lines += ["", f"**Results {'equal' if eq else 'DIFFER'}** ({len(result['pairs'])} pairs of runs: "
-              "violations.parquet `EXCEPT ALL` both ways, mine.json without its timing keys)."]
+              f"violations.parquet `EXCEPT ALL` both ways, mine.json without its timing keys{expected})."]
     for p in result["pairs"]:
         if p["equal"]:
             continue
@@ -360,6 +376,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="a Spark setting passed to every run (repeatable), e.g. spark.driver.memory=3g")
     parser.add_argument("--out", type=Path, required=True, help="OUT.json; OUT.md beside it; runs in OUT-runs/")
     parser.add_argument("--python", default=sys.executable, help="the interpreter each run uses")
+    parser.add_argument("--expect-change", action="append", default=[], metavar="KEY",
+                        help="a mine.json key the branch is meant to change, as a dotted path (repeatable), e.g. "
+                             "spark.shuffles: left out of the comparison, and the report says so")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -384,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     keep.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
         "size": args.size, "master": args.master, "rounds": args.rounds, "conf": args.conf, "corpus": str(corpus),
+        "expect_change": args.expect_change,
         "command": bench_command("python", args.size, args.master, args.pool_groups, args.work, args.conf,
                                  Path("OUT.json")),
         "trees": [{"side": t.side, "path": str(t.path), "commit": t.commit, "dirty": t.dirty} for t in trees],
@@ -408,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _say("comparing the results of every pair of runs")
     result["summary"] = summarize(runs)
-    result["pairs"] = compare_results(runs)
+    result["pairs"] = compare_results(runs, tuple(args.expect_change))
     result["equal"] = all(p["equal"] for p in result["pairs"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")

@@ -129,6 +129,20 @@ def test_reports_that_differ_name_where(tmp_path: Path) -> None:
     assert ab.compare_mine_json(tmp_path / "a.json", tmp_path / "missing.json")[0].startswith("no mine.json")
 
 
+def test_an_expected_change_is_left_out_and_only_it(tmp_path: Path) -> None:
+    # a branch meant to change spark.shuffles (h25-handoff: 21 -> 8) compares equal but for that key
+    other = json.loads(json.dumps(REPORT))
+    other["spark"]["shuffles"] = 8
+    (tmp_path / "a.json").write_text(json.dumps(REPORT))
+    (tmp_path / "b.json").write_text(json.dumps(other))
+    assert ab.compare_mine_json(tmp_path / "a.json", tmp_path / "b.json") == ["$.spark.shuffles: 21 != 8"]
+    assert ab.compare_mine_json(tmp_path / "a.json", tmp_path / "b.json", ("spark.shuffles",)) == []
+    other["analytics"]["rebalances"] = 8
+    (tmp_path / "b.json").write_text(json.dumps(other))
+    assert ab.compare_mine_json(tmp_path / "a.json", tmp_path / "b.json", ("spark.shuffles", "no.such.key")) == [
+        "$.analytics.rebalances: 7 != 8"]
+
+
 def _fake_runs(tmp_path: Path, differ: bool) -> Any:
     """run_once without Spark: each run's results written where the tool keeps them."""
     def run_once(tree: ab.Tree, rnd: int, args: Any, keep: Path) -> dict[str, Any]:
