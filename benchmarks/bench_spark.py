@@ -680,6 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duckdb-memory", default="8GB",
                         help="DuckDB's memory_limit: past it DuckDB spills to disk instead of taking the machine")
     args = parser.parse_args(argv)
+    runs = variants(args.variant)  # before any work: a refused variant is said at once, not after a profile
     conf = dict(c.split("=", 1) for c in args.conf)
     args.work.mkdir(parents=True, exist_ok=True)
     pool_dir = pool(args.work, args.pool_groups)
@@ -696,7 +697,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.part:
             run["part"] = profile(corpus_dir, args.masters.split(",")[-1], conf, part=args.part,
                                   columns=args.cache_columns)
-        runs = variants(args.variant)
         for rnd, master, (name, vconf) in [(k, m, v) for k in range(args.repeat) for m in
                                             ([] if args.no_whole else args.masters.split(",")) for v in runs]:
             r = spark_run(corpus_dir, master, args.work / f"out-{size}-{_dir_name(master)}", core_only=False,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ def _prose(page: Path) -> list[tuple[int, str]]:
     return out
 
 
+@cache  # read once per page, however many links lead to it
 def anchors(page: Path) -> set[str]:
     """The anchors GitHub gives the page's headings; a repeated heading gets ``-1``, ``-2``, ..."""
     seen: Counter[str] = Counter()

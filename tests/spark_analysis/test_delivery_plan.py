@@ -58,10 +58,14 @@ def _nodes(node: Any) -> Iterator[Any]:
         yield from _nodes(children.apply(i))
 
 
+def _plan_nodes(df: Any) -> list[Any]:
+    """Every operator of ``df``'s physical plan."""
+    return list(_nodes(df._jdf.queryExecution().executedPlan()))
+
+
 def _sorts(df: Any) -> list[list[str]]:
     """The sort keys (column names) of every SortExec in ``df``'s own physical plan."""
-    return [_names(n.sortOrder()) for n in _nodes(df._jdf.queryExecution().executedPlan())
-            if n.getClass().getSimpleName() == "SortExec"]
+    return [_names(n.sortOrder()) for n in _plan_nodes(df) if n.getClass().getSimpleName() == "SortExec"]
 
 
 def _names(order: Any) -> list[str]:
@@ -145,7 +149,7 @@ def test_ownerships_number_the_intervals_as_offsets_numbers_the_rows(spark: Any,
 
 def _count(df: Any, kind: str) -> int:
     """The operators of class ``kind`` in ``df``'s own physical plan."""
-    return sum(n.getClass().getSimpleName() == kind for n in _nodes(df._jdf.queryExecution().executedPlan()))
+    return sum(n.getClass().getSimpleName() == kind for n in _plan_nodes(df))
 
 
 def test_no_gap_joins_the_hidden_candidates_once(spark: Any, samples_corpus: Path) -> None:
@@ -181,7 +185,7 @@ def test_no_gap_joins_the_hidden_candidates_once(spark: Any, samples_corpus: Pat
         assert broker.limit(1).count() == 1
         _, judged = delivery.no_gap(off, rows, iv, own, broker=broker, keep=keep_hidden)
         assert sum("Join" in n.getClass().getSimpleName() and "b_seq" in n.simpleString(10)
-                   for n in _nodes(judged._jdf.queryExecution().executedPlan())) == 1
+                   for n in _plan_nodes(judged)) == 1
     finally:
         for df in (*kept, own, iv, off, rows):
             df.unpersist()

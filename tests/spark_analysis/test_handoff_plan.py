@@ -20,11 +20,7 @@ from typing import Any
 import pytest
 
 from spark_analysis import handoff, mine
-from tests.spark_analysis.test_delivery_plan import _nodes
-
-
-def _plan(df: Any) -> list[Any]:
-    return list(_nodes(df._jdf.queryExecution().executedPlan()))
+from tests.spark_analysis.test_delivery_plan import _plan_nodes
 
 
 def _kind(node: Any) -> str:
@@ -46,7 +42,7 @@ def test_the_handoffs_shuffle_only_the_auto_commit_rows_and_sort_the_polls_once(
     p = mine.plan(spark, samples_corpus)
     try:
         assert len(cut) == 1
-        nodes, inner = _plan(p.handoffs), _plan(cut[0])
+        nodes, inner = _plan_nodes(p.handoffs), _plan_nodes(cut[0])
         exchanges = [n.simpleString(10) for n in nodes + inner if "Exchange" in _kind(n)]
         # the one left: _auto's union of three frames of a member's auto-commit rows, by group (a few rows)
         assert len(exchanges) == 1, exchanges
