@@ -464,7 +464,10 @@ PLAN_CALLS = {
 # (names mine imports are patched, and listed, as mine's)
 PLAN_UNWRAPPED = {
     "mine": ("load",  # the corpus scan: group_generations' input, in that cache's cost
-             "fit_partitions", "storage_level", "part_files"),  # a setting, a storage level, file names: no frame
+             "fit_partitions", "storage_level", "part_files",  # a setting, a storage level, file names: no frame
+             # the sparse columns packed into a struct for a cache and unpacked for its readers: projections of the
+             # frame a wrapped call returned (the cache is named by that call: Plan.origins)
+             "pack", "unpack"),
 }
 
 
@@ -583,9 +586,11 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
             for module, name, fn in saved:
                 setattr(module, name, fn)
         names = {id(df): name for name, df in recorded}
-        cached_ids = {id(df) for df in p.cached}
-        steps = [(f"cache: {names.get(id(df), f'frame cached inside a rule #{i}')}", df, df.count)
-                 for i, df in enumerate(p.cached)]
+        # a cache of packed columns is named by the call that built the frame it packs (Plan.origins)
+        origins = p.origins or p.cached
+        cached_ids = {id(df) for df in [*p.cached, *origins]}
+        steps = [(f"cache: {names.get(id(df), names.get(id(origin), f'frame cached inside a rule #{i}'))}", df,
+                  df.count) for i, (df, origin) in enumerate(zip(p.cached, origins, strict=True))]
         kept_rules: list[Any] = []
 
         def run_rule(df: Any) -> Any:

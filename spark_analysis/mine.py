@@ -14,8 +14,8 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,8 @@ from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
 from spark_analysis.layout import events_dir, part_files
-from spark_analysis.ownership import intervals, member_rows
+from spark_analysis.ownership import ROWS_PACKED, intervals, member_rows
+from spark_analysis.packing import pack, unpack
 from spark_analysis.session import fit_partitions, partitions_kept, storage_level
 from traces.checker import FROM_ASSIGNMENTS, NOT_IN_TRACES
 from traces.delivery import handoff_notes
@@ -71,6 +72,9 @@ class Plan:
     unchecked: DataFrame
     cached: list[DataFrame]
     handoffs: DataFrame | None = None  # spark_analysis.handoff.handoffs: one row per handoff
+    # per cached frame, the frame it was made from: itself, or the frame whose sparse columns it packs
+    # (spark_analysis.packing); the benchmark's profile names each cache by the call that built its origin
+    origins: list[DataFrame] = field(default_factory=list)
     partitions_from: str = "setting"  # where the shuffle partition count came from (session.fit_partitions)
 
     def release(self) -> None:
@@ -92,21 +96,40 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
 # group_generations' sort carries them. ``count`` is an offset entry's record count (layout); the rules read the
 # offsets themselves (minOffset, maxOffset). member_rows drops it too (ownership.NOT_READ), for callers without plan.
 CORPUS_NOT_READ = ("count",)
+# The corpus columns filled by few kinds of event, packed into one struct (spark_analysis.packing) before the
+# repartition: the coordinator's (``state``, ``members``, ``member_count``, ``detail`` of its events; ``reason`` of
+# a removal, or of a member's shutdown), the configuration a member says once (``subscription`` on a join,
+# ``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` on its startup), ``error`` of a failed
+# commit or sync, ``commits_shown`` of a client-log file that says whether it logs commits, and the five columns a
+# moved member brings to its new group (layout). Each was null on 96.7-100% of the rows at 1M and cost about 4
+# bytes a row in the cache for its null positions alone (docs/benchmarks-spark.md, h25-ab); packed, the sixteen cost
+# one null position a row, and one 8-byte slot, not sixteen, in the repartition's shuffle rows and the sort of
+# group_generations' window. Not ``instance_id`` (a static member's every event: 29% of the rows at 1M).
+CORPUS_PACKED = ("members", "subscription", "reason", "detail", "error", "member_count", "state",
+                 "auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "commits_shown",
+                 "moved_from", "moved_generation", "moved_generations", "moved_revoked", "moved_assigned_gen")
 
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
     cached: list[DataFrame] = []
+    origins: list[DataFrame] = []
     level = storage_level(spark)
     # before the first repartition: every later stage keeps the corpus's partition count
     partitions_from = fit_partitions(spark, part_files(corpus))
 
-    def keep(df: DataFrame) -> DataFrame:
-        """Cache a frame read by more than one branch of the job (else each branch recomputes its windows)."""
-        cached.append(df.persist(level))
-        return cached[-1]
+    def keep(df: DataFrame, packed: Sequence[str] = (), origin: DataFrame | None = None) -> DataFrame:
+        """Cache a frame read by more than one branch of the job (else each branch recomputes its windows).
 
-    events = keep(inv.group_generations(load(spark, corpus).drop(*CORPUS_NOT_READ).repartition("group")))
-    rows = keep(member_rows(events, config.default_protocol))
+        ``packed``: the sparse columns of ``origin`` that ``df`` holds packed in one struct (spark_analysis.packing):
+        ``df`` is cached so, and the frame returned unpacks them, so that its readers see ``origin``'s columns."""
+        cached.append(df.persist(level))
+        origins.append(origin if origin is not None else df)
+        return unpack(cached[-1], packed, origin.columns) if origin is not None else cached[-1]
+
+    read = load(spark, corpus).drop(*CORPUS_NOT_READ)
+    events = keep(inv.group_generations(pack(read, CORPUS_PACKED).repartition("group")), CORPUS_PACKED, read)
+    member = member_rows(events, config.default_protocol)
+    rows = keep(pack(member, ROWS_PACKED), ROWS_PACKED, member)
     iv = keep(intervals(rows))
     ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group)
     found = (inv.overlap_findings(ov)
@@ -134,7 +157,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 .unionByName(nt.counts(events, rows, first_polls, config.default_protocol), allowMissingColumns=True),
                 cached,
                 handoffs=hd.handoffs(off, own, rows, first_polls),
-                partitions_from=partitions_from)
+                partitions_from=partitions_from, origins=origins)
 
 
 def shuffles(*dfs: DataFrame) -> dict[str, int]:

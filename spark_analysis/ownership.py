@@ -71,6 +71,13 @@ STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
 CONTEXT = ("format", "commits_shown", "enable_auto_commit", "auto_commit_interval_ms", "subscription", "moved_from",
            "moved_generations", "moved_revoked", "moved_assigned_gen")
 SAID = CONTEXT[2:]  # the context columns a row carries only where its event says them
+# The member rows' columns set on few kinds of row, packed into one struct in the rows' cache (spark_analysis.packing;
+# mine.plan): ``member_last``, ``mid_ff`` and ``member_last_gen`` on assignment rows only, ``ends_life`` on a
+# ``startup_complete`` / ``shutdown_complete`` only (see member_rows), ``error`` on a failed commit or sync,
+# ``moved_generation`` on a moved member's first row. Together non-null on about 3% of the member rows at 1M; one
+# column each, their null positions (4 bytes a null: NullableColumnBuilder) took 48 of the cache's 96 MB
+# (docs/benchmarks-spark.md, h25-ab).
+ROWS_PACKED = ("member_last", "ends_life", "mid_ff", "member_last_gen", "error", "moved_generation")
 # The sort order of the member rows' last Window operator (per member, lifetime and partition, in the checker's
 # order), and so of the rows' cache: a window over the cached rows partitioned by (group, member, topic,
 # partition) and ordered by (life, seq, part) -- the checker's order, as a member's lifetimes count up in it --

@@ -12,38 +12,48 @@ them without a sort. The cached corpus is held the same way (``mine.CORPUS_NOT_R
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spark_analysis import handoff, mine, ownership
+from spark_analysis.packing import PACKED
 
 
-def _scans(spark: Any, node: Any, rows_cache: int, read: set[str], seen: set[int]) -> None:
+def _scans(spark: Any, node: Any, rows_cache: int, read: set[str], seen: set[int], packed: set[int],
+           exprs: list[str]) -> None:
     """Walk a physical plan (a py4j ``SparkPlan``), and the plans of the caches it scans, once each: the columns read
-    from the cache whose builder is ``rows_cache`` go into ``read``."""
+    from the cache whose builder is ``rows_cache`` go into ``read``, the ids of its packed struct's attributes (the
+    sparse columns: spark_analysis.packing) into ``packed``, and every operator's expressions into ``exprs``."""
     kind = node.getClass().getSimpleName()
     if kind == "AdaptiveSparkPlanExec":  # not executed yet: its plan is the input plan
-        _scans(spark, node.inputPlan(), rows_cache, read, seen)
+        _scans(spark, node.inputPlan(), rows_cache, read, seen, packed, exprs)
         return
+    expressions = node.expressions()
+    exprs.extend(expressions.apply(i).toString() for i in range(expressions.size()))
     if kind == "InMemoryTableScanExec":
         relation = node.relation()
         builder = spark._jvm.java.lang.System.identityHashCode(relation.cacheBuilder())
         if builder == rows_cache:
             columns = node.attributes()
             read.update(columns.apply(i).name() for i in range(columns.size()))
+            packed.update(columns.apply(i).exprId().id() for i in range(columns.size())
+                          if columns.apply(i).name() == PACKED)
         if builder not in seen:
             seen.add(builder)
-            _scans(spark, relation.cachedPlan(), rows_cache, read, seen)
+            _scans(spark, relation.cachedPlan(), rows_cache, read, seen, packed, exprs)
     children = node.children()
     for i in range(children.size()):
-        _scans(spark, children.apply(i), rows_cache, read, seen)
+        _scans(spark, children.apply(i), rows_cache, read, seen, packed, exprs)
 
 
-def _columns_read(spark: Any, p: mine.Plan, cache: Any = None) -> set[str]:
-    """The columns every frame of the job reads from the cached frame ``cache`` (the member rows by default)."""
-    cache = p.rows if cache is None else cache
+def _columns_read(spark: Any, p: mine.Plan, cached: int = 1) -> set[str]:
+    """The columns every frame of the job reads from its cached frame number ``cached`` (the member rows by
+    default): a column packed in the cache's struct counts where a frame reads its field (``packed#12.state``), the
+    struct where any does."""
+    cache = p.cached[cached]
     top = cache._jdf.queryExecution().executedPlan()
     while top.getClass().getSimpleName() != "InMemoryTableScanExec":  # the cache's own scan, under a wrapper or two
         top = top.inputPlan() if top.getClass().getSimpleName() == "AdaptiveSparkPlanExec" else top.children().apply(0)
@@ -52,9 +62,13 @@ def _columns_read(spark: Any, p: mine.Plan, cache: Any = None) -> set[str]:
               *(df for df in p.cached if df is not cache)]
     read: set[str] = set()
     seen: set[int] = set()
+    packed: set[int] = set()
+    exprs: list[str] = []
     for df in frames:
         if df is not None:
-            _scans(spark, df._jdf.queryExecution().executedPlan(), rows_cache, read, seen)
+            _scans(spark, df._jdf.queryExecution().executedPlan(), rows_cache, read, seen, packed, exprs)
+    fields = re.compile(rf"\b{PACKED}#(\d+)\.(\w+)")
+    read.update(m.group(2) for e in exprs for m in fields.finditer(e) if int(m.group(1)) in packed)
     return read
 
 
@@ -67,6 +81,7 @@ def test_every_column_the_member_rows_carry_is_read_by_the_job(spark: Any, sampl
         read = _columns_read(spark, p)
         assert not set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) & set(p.rows.columns)
         assert sorted(set(p.rows.columns) - read) == []
+        assert PACKED in read  # and what is cached of them: the struct of the sparse ones
         # and the walk found the readers: the rules' columns and the state's
         assert {"owned_before", "ends_life", "minOffset", "context", "max_gen"} <= read
     finally:
@@ -80,11 +95,12 @@ def test_every_column_the_cached_corpus_carries_is_read_by_the_job(spark: Any, s
     monkeypatch.setattr(handoff, "_cut", lambda df: df)
     p = mine.plan(spark, samples_corpus)
     try:
-        assert p.events is p.cached[0]  # the corpus cache, whose readers are walked
-        read = _columns_read(spark, p, p.events)
+        assert {"max_gen", PACKED} <= set(p.cached[0].columns)  # the corpus cache, whose readers are walked
+        read = _columns_read(spark, p, 0)
         assert not set(mine.CORPUS_NOT_READ) & set(p.events.columns)
         assert set(mine.CORPUS_NOT_READ) <= set(mine.load(spark, samples_corpus).columns)  # a name the corpus has
         assert sorted(set(p.events.columns) - read) == []
+        assert PACKED in read
         # the walk found readers of the corpus cache beyond the member rows' builder: the coordinator's columns
         assert {"max_gen", "members", "member_count"} <= read
     finally:
