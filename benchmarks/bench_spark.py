@@ -587,10 +587,9 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
                 setattr(module, name, fn)
         names = {id(df): name for name, df in recorded}
         # a cache of packed columns is named by the call that built the frame it packs (Plan.origins)
-        origins = p.origins or p.cached
-        cached_ids = {id(df) for df in [*p.cached, *origins]}
+        cached_ids = {id(df) for df in [*p.cached, *p.origins]}
         steps = [(f"cache: {names.get(id(df), names.get(id(origin), f'frame cached inside a rule #{i}'))}", df,
-                  df.count) for i, (df, origin) in enumerate(zip(p.cached, origins, strict=True))]
+                  df.count) for i, (df, origin) in enumerate(zip(p.cached, p.origins, strict=True))]
         kept_rules: list[Any] = []
 
         def run_rule(df: Any) -> Any:

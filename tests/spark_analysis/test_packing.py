@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 from spark_analysis import handoff, invariants, mine, ownership
 from spark_analysis.packing import PACKED, pack, unpack
-from tests.spark_analysis.test_delivery_plan import _nodes
+from tests.spark_analysis.test_delivery_plan import _plan_nodes
 
 
 def _schema(df: Any) -> list[tuple[str, str]]:
@@ -68,7 +68,7 @@ def test_the_caches_hold_the_struct_and_the_readers_the_columns(spark: Any, samp
 def _scanned(df: Any) -> list[list[str]]:
     """The columns of each scan of a cache in ``df``'s physical plan (the cached frames' own plans not walked)."""
     scans = []
-    for node in _nodes(df._jdf.queryExecution().executedPlan()):
+    for node in _plan_nodes(df):
         if node.getClass().getSimpleName() == "InMemoryTableScanExec":
             attrs = node.attributes()
             scans.append([attrs.apply(i).name() for i in range(attrs.size())])
@@ -85,7 +85,7 @@ def test_readers_scan_the_cache_and_the_struct_only_when_they_read_a_packed_colu
             # no recomputation: the reader's plan is a scan of the cache, and the corpus is read only under it
             assert _scanned(view.select(dense)) == [[dense]]  # the struct is pruned away
             assert _scanned(view.select(dense, packed[0])) == [[dense, PACKED]]
-            assert not [n for n in _nodes(view.select(packed[-1])._jdf.queryExecution().executedPlan())
+            assert not [n for n in _plan_nodes(view.select(packed[-1]))
                         if "FileSourceScan" in n.getClass().getSimpleName()]
         # a reader of a packed column in a filter, as the job's readers are (removals reads the reason of the
         # coordinator's removals; intervals, cached itself, the lifetimes' ends), and one of a dense column only
