@@ -32,7 +32,7 @@ the checker's order (``seq``):
 
 The rows read are the coordinator events and ``group_synced`` (one row per event, a dozen columns),
 in two passes over the group (one sort each, both over those few rows only); the members'
-protocols are one aggregate over the member events, no sort. Approximated (docs/mining.md): a
+protocols are one aggregate over the member events, no sort. Approximated (docs/mining.md, "What still differs"): a
 member whose protocol field returns to a value it had before is taken to keep each value from the
 first event naming it until the first event naming the next.
 """

@@ -367,7 +367,7 @@ class _MemberGroups:
     generations, revoke-only-moved's second memory, its last assignment's generation), and
     so does its next row the job reads if that one is a client-log ownership line the job drops
     (``callback``); the row that moved it names the group it left (``moved_from``). What else the
-    member did before the move stays in the old group (docs/mining.md, "Still different").
+    member did before the move stays in the old group (docs/mining.md, "What still differs").
     """
 
     default: str

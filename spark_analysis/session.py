@@ -4,7 +4,7 @@
 jobs use built-in functions only (no Python UDFs), so executors never import groupspec: the driver
 plans the job in Python and the JVM runs it. ``spark-submit`` needs the project only on the driver
 (``--py-files`` with a zip of the packages ships it anyway, for clusters whose driver runs remote;
-see docs/mining.md).
+see docs/mining.md, "On a cluster").
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def _release_jvm_objects() -> Iterator[None]:
     Column and plan object the job touched is in a reference cycle, so its JVM side (the Dataset, its
     QueryExecution, the plans of every cached frame it read) stays pinned in the gateway until Python's
     cyclic collector runs, which in a test process of many long-lived objects is rarely. Measured at the end
-    of test_agreement.py (docs/mining.md): without this, 842 MiB of the driver's heap in use after a JVM GC
+    of test_agreement.py (docs/mining-internals.md, "The driver's heap"): without this, 842 MiB of the driver's heap in use after a JVM GC
     (2.8 GB committed), 153 MiB once Python had collected; with it, 152 MiB (514 MB committed). The SQL UI's
     retained executions (spark.sql.ui.retainedExecutions) held a few MB of it: left at Spark's default.
     mine.run now collects when it returns (its own frames), but the tests build frames of their own
