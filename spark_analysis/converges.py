@@ -30,7 +30,7 @@ the checker's order (``seq``):
   trace (a broker's server.log alone). A resetting rebalance drops it; at the end of the trace it
   is confirmed if the streak is still beyond the bound.
 
-The rows read are the coordinator events and ``group_synced`` (one row per event, a dozen columns),
+The rows read are the coordinator events and ``group_synced`` (one row per event, the 17 ``COLUMNS``),
 in two passes over the group (one sort each, both over those few rows only); the members'
 protocols are one aggregate over the member events, no sort. Approximated (docs/mining.md, "What still differs"): a
 member whose protocol field returns to a value it had before is taken to keep each value from the
