@@ -375,6 +375,12 @@ class _MemberGroups:
     owned: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
     context: dict[str, _Context] = field(default_factory=dict)
     carrying: set[str] = field(default_factory=set)  # members moved whose context no row the job reads carries yet
+    # what client-log ownership lines the job drops said (superseded: a callback trace is the member's record of
+    # what it owns) that the job reads only where a row says it (its subscription, auto-commit settings), kept
+    # until the member's next row the job reads, which is written with it: the checker's _context reads those
+    # lines' fields into Member before _callback_superseded drops them. A KIP-848 consumer's log says its
+    # subscription on no line but those (no JoinGroup / SyncGroup line: traces.readers.java_consumer_log).
+    unsaid: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def place(self, member: str, event: dict[str, Any], ctx: MemberContext, superseded: bool,
               file_group: str | None = None, source: str = "") -> tuple[str, dict[str, Any], Moved | None]:
@@ -406,6 +412,14 @@ class _MemberGroups:
                 self.carrying.discard(member)
         else:
             written = event
+        if superseded and ownership:
+            said = {"subscription": ctx.subscription, "enable_auto_commit": ctx.enable_auto_commit,
+                    "auto_commit_interval_ms": ctx.auto_commit_interval_ms}
+            self.unsaid.setdefault(member, {}).update({k: v for k, v in said.items() if v is not None})
+        elif member in self.unsaid:
+            # the row's own fields come after what the dropped lines said, as the checker reads them
+            more = {k: v for k, v in self.unsaid.pop(member).items() if written.get(k) is None}
+            written = {**written, **more} if more else written
         context.update(event, ctx, source)
         if name in ("startup_complete", "shutdown_complete"):
             owned.clear()

@@ -161,8 +161,12 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     def trace_set(group: Column) -> Column:
         return F.regexp_extract(group, r"^([^/]*/)", 1)
 
-    ids = rows.filter(F.col("member_id").isNotNull()).select(
-        F.col("member_id").alias("k_member_id"), trace_set(F.col("group")).alias("k_set")).distinct()
+    # (a member id said only on client-log ownership lines the member rows drop -- a KIP-848 consumer's, whose log
+    # has no JoinGroup line -- is the member's on its next assignment row: mid_ff, read there as the checker's
+    # _context reads it before _callback_superseded)
+    said_id = F.coalesce(F.col("member_id"), F.col("mid_ff"))
+    ids = rows.filter(said_id.isNotNull()).select(
+        said_id.alias("k_member_id"), trace_set(F.col("group")).alias("k_set")).distinct()
     unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group")))
     unnamed = unnamed.join(ids, (unnamed["r_member_id"] == ids["k_member_id"]) & (unnamed["r_set"] == ids["k_set"]),
                            "left_anti")

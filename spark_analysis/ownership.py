@@ -102,30 +102,31 @@ def commit_entry_ok() -> Column:
     return commit_ok() & (F.coalesce(F.col("error"), F.lit("")) == "")
 
 
-def _protocol(default_protocol: str | None, kept: Column) -> Column:
+def _protocol(default_protocol: str | None) -> Column:
     """The checker's ``Member.protocol`` (``Checker._member`` / ``_context``): the last ``protocol`` field, else the
     default (``--protocol``) when one is given, else the kind of the first assignor the member names -- the checker
     reads an assignor only while the member's protocol is unknown, and a default makes it known from the start.
-    Rows where ``kept`` is not true are skipped (:func:`member_rows`)."""
+    Every member row counts, those member_rows drops too: the checker's ``_context`` reads them first."""
     from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
 
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
-    named = F.last(F.when(kept & F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
+    named = F.last(F.when(F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
     assignor = F.col("assignor")
-    by_assignor = F.first(F.when(kept & assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
-                          .when(kept & assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
+    by_assignor = F.first(F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
+                          .when(assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
     return F.coalesce(named, F.lit(default_protocol) if default_protocol is not None else by_assignor)
 
 
-def _ends_life(wm: WindowSpec, kept: Column) -> Column:
+def _ends_life(wm: WindowSpec) -> Column:
     """On a ``startup_complete`` / ``shutdown_complete`` row, how the intervals open at it end: when, where and in
     which generation (``Checker._startup`` ends them "killed", ``Checker._shutdown`` "shutdown" or "crashed", both
     by ``_end_incarnation``). A restart ends them at the member's row before it, in the generation the member had
-    then: the last row before it that :func:`member_rows`' filter keeps -- a running ``last`` over the rows before,
-    not a ``lag``, which could read a row the filter drops. A column of ``member_rows``' second pass (it reads
+    then: its row before it, of any kind -- a client-log ownership line that :func:`member_rows`' filter drops too
+    (``Member.last_ts`` and ``Member.generation`` count it: ``Checker._context`` reads it before
+    ``_callback_superseded``). A column of ``member_rows``' second pass (it reads
     ``gen_ff``, from the first), so that :func:`intervals` needs no pass of its own to look one row back."""
     name = F.col("name")
-    before = F.last(F.when(kept, F.struct(F.col("timestamp").alias("ts"), F.col("gen_ff").alias("gen"))), True) \
+    before = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("gen_ff").alias("gen")), True) \
         .over(wm.rowsBetween(UNB, -1))
     return F.when(name.isin(STARTUP, SHUTDOWN), F.struct(
         F.col("seq").alias("seq"),
@@ -157,12 +158,17 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         return F.last(F.when(value.isNotNull() | (name == STARTUP), F.struct(value.alias("v"))), True).over(upto)["v"]
 
     # Client-log ownership lines of a member whose callbacks are traced are context only (the checker's
-    # _callback_superseded): the job drops them below, after the member's windows. The columns the checker
-    # reads before it drops them (its _context): the member's last event of any kind (Member.last_ts /
-    # last_src: where its trace ended), its incarnations and its member id (Member.member_id: a callback trace
-    # names none, its client log does). Every other column skips them (``kept``) rather than being computed
-    # after the filter: the same values on every row the filter keeps, and no second pass. (life, rd and
-    # shut_down count names those lines never have.)
+    # _callback_superseded): the job drops them below, after the member's windows. What the checker reads of them
+    # first (its _context, before _assigned / _let_go return) the windows read of them too: the member's first and
+    # last event of any kind (Member.first_ts, last_ts / last_src: where its trace ended, and the time a restart
+    # ends what it owned), its incarnations, member id, generation (Member.generation: the old owner's at an
+    # overlap, at a restart or at the end of its trace), protocol or first assignor, and offset reset policy. Only
+    # ``known`` skips them (``kept``): the checker sets Member.known after the superseded test. The subscription
+    # and auto-commit settings such a line says reach the member's next row the job reads through the corpus
+    # (corpus._MemberGroups.place); per-file generations (generation-monotonic) need no more: a client log's
+    # ownership line repeats the generation of the JoinGroup / SyncGroup line before it in the same file, a row
+    # the job keeps (traces.readers.java_consumer_log, kafka_python_log, librdkafka_log). (life, rd and shut_down
+    # count names those lines never have.)
     kept = ~(name.isin(*OWNERSHIP) & ~F.col("jsonl") & F.col("callback"))
     last = F.last(F.struct(F.col("timestamp").alias("ts"), F.col("source").alias("source"))) \
         .over(wm.rowsBetween(UNB, UNF))
@@ -178,18 +184,18 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         # those strings are not copied on every row
         "member_last": F.when(name == ASSIGNED, F.struct(
             last["ts"].alias("ts"), last["source"].alias("source"),
-            F.min(F.when(kept, F.col("timestamp"))).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"))),
+            F.min(F.col("timestamp")).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"))),
         "first_jsonl": F.col("jsonl") & ~F.coalesce(F.max(F.col("jsonl")).over(wm.rowsBetween(UNB, -1)),
                                                      F.lit(False)),
         "inc": F.sum((name == STARTUP).cast("int")).over(upto),
         "mid_ff": F.when(name == ASSIGNED, in_inc(F.when(F.col("member_id") != "", F.col("member_id")))),
         "life": F.sum(name.isin(STARTUP, SHUTDOWN).cast("int")).over(upto),
-        "proto": _protocol(default_protocol, kept),
+        "proto": _protocol(default_protocol),
         # rd / policy: what spark_analysis.delivery.offsets reads per member (record_data printed so far, the
         # last auto_offset_reset)
         "rd": F.max((name == RECORD_DATA).cast("int")).over(upto) == 1,
-        "policy": F.last(F.when(kept, F.col("auto_offset_reset")), True).over(upto),
-        "gen_ff": in_inc(F.when(kept, F.coalesce(F.col("generation"), F.col("moved_generation"))))})
+        "policy": F.last(F.col("auto_offset_reset"), True).over(upto),
+        "gen_ff": in_inc(F.coalesce(F.col("generation"), F.col("moved_generation")))})
     first_file = F.col("first_jsonl")
     rows = rows.withColumn("context", F.when(first_file | F.col("said").isNotNull(), F.struct(
         F.when(first_file, F.col("format")).alias("format"), F.when(first_file, F.col("commits_shown"))
@@ -201,10 +207,10 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
                                 | ((name == ASSIGNED) & (F.col("proto") == "eager")))).cast("int")).over(upto) == 1,
         "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
                                 F.lit(False)),
-        "ends_life": _ends_life(wm, kept),
+        "ends_life": _ends_life(wm),
         # the member's generation on its last row the filter keeps, where an interval still open at the end of
         # its trace ends (intervals' "eof"); on assignment rows only, as member_last
-        "member_last_gen": F.when(name == ASSIGNED, F.last(F.when(kept, F.struct(F.col("gen_ff").alias("v"))), True)
+        "member_last_gen": F.when(name == ASSIGNED, F.last(F.struct(F.col("gen_ff").alias("v")))
                                   .over(wm.rowsBetween(UNB, UNF))["v"])}).filter(kept)
     wtp = Window.partitionBy(*TP_WINDOW[:5]).orderBy(*TP_WINDOW[5:])
     prev_own = F.last(F.when(name.isin(*OWNERSHIP), name), True).over(wtp.rowsBetween(UNB, -1))

@@ -9,6 +9,7 @@ job to the checker on them too.
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -454,12 +455,81 @@ PARTIAL_CAPTURES = {
 }
 
 
+# A consumer's callback trace beside its own Java client log, as Kafka's VerifiableConsumer and its log4j output
+# pair up (c1.jsonl, c1.log: tests/traces/samples/kafka-4.1.1*): the log's ownership lines are context only to both
+# sides ("superseded", Checker._callback_superseded), but what they say of the member counts. Times are ms after T0.
+T0 = 1_795_630_989_000
+_INVOKER = "org.apache.kafka.clients.consumer.internals.ConsumerRebalanceListenerInvoker"
+_COORDINATOR = "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"
+
+
+def _java(ts: int, group: str, body: str, logger: str = _INVOKER) -> str:
+    """One line of a Java consumer's log4j output (kafka-clients 4.1.1's LogContext prefix)."""
+    at = datetime.fromtimestamp((T0 + ts) / 1000, UTC)
+    return (f"[{at:%Y-%m-%d %H:%M:%S},{at.microsecond // 1000:03d}] INFO [Consumer clientId=consumer-{group}-1, "
+            f"groupId={group}] {body} ({logger})")
+
+
+def _joined(ts: int, group: str, gen: int, member_id: str) -> list[str]:
+    """A classic-protocol member's JoinGroup and SyncGroup lines (AbstractCoordinator, range assignor)."""
+    generation = f"Generation{{generationId={gen}, memberId='{member_id}', protocol='range'}}"
+    return [_java(ts, group, f"Successfully joined group with generation {generation}", _COORDINATOR),
+            _java(ts + 1, group, f"Successfully synced group in generation {generation}", _COORDINATOR)]
+
+
+def _vc(ts: int, name: str, *parts: str) -> dict[str, Any]:
+    """A VerifiableConsumer event (no member, group or generation: the log names them)."""
+    event: dict[str, Any] = {"timestamp": T0 + ts, "name": name}
+    if parts:
+        event["partitions"] = [{"topic": t, "partition": int(p)} for t, p in (x.rsplit("-", 1) for x in parts)]
+    return event
+
+
+# name -> member -> (its VerifiableConsumer events, its client log's lines)
+PAIRED: dict[str, dict[str, tuple[list[dict[str, Any]], list[str]]]] = {
+    # A KIP-848 consumer (group.protocol=consumer, AsyncKafkaConsumer) logs no JoinGroup or SyncGroup line: the
+    # subscription its "Subscribed to topic(s)" line names reaches only the ownership lines after it, which the
+    # callback trace supersedes. c1 is assigned u-0, a topic it does not subscribe to: subscribed-only.
+    "superseded-subscription": {
+        "c1": ([_vc(0, "startup_complete"), _vc(2_000, "partitions_assigned", "t-0", "u-0"),
+                _vc(9_000, "shutdown_complete")],
+               [_java(100, "g", "Subscribed to topic(s): t", "org.apache.kafka.clients.consumer.internals."
+                      "AsyncKafkaConsumer"),
+                _java(500, "g", "Member c1-id with epoch 1 transitioned from JOINING to RECONCILING.",
+                      "org.apache.kafka.clients.consumer.internals.ConsumerMembershipManager"),
+                _java(1_999, "g", "Adding newly assigned partitions: [t-0, u-0]")]),
+        "c2": ([_vc(0, "startup_complete"), _vc(2_000, "partitions_assigned", "t-1"),
+                _vc(9_000, "shutdown_complete")],
+               [_java(100, "g", "Subscribed to topic(s): t", "org.apache.kafka.clients.consumer.internals."
+                      "AsyncKafkaConsumer"),
+                _java(1_999, "g", "Adding newly assigned partitions: [t-1]")]),
+    },
+    # The process of a (generation 1, t-0) hangs in a rebalance: its log says it revokes t-0 (onJoinPrepare logs
+    # before the listener runs), its VerifiableConsumer never prints the revoke, and it is restarted. b, in
+    # generation 2, was given t-0 before: a zombie overlap (a never reached generation 2) that ended when a was
+    # restarted -- at a's last event (Member.last_ts), the log's revoke line, 6 s, not its last callback at 2 s.
+    "superseded-restart": {
+        "a": ([_vc(0, "startup_complete"), _vc(2_000, "partitions_assigned", "t-0"), _vc(9_000, "startup_complete"),
+               _vc(9_500, "shutdown_complete")],
+              [*_joined(1_900, "g", 1, "a-1"), _java(1_999, "g", "Adding newly assigned partitions: [t-0]"),
+               _java(6_000, "g", "Revoke previously assigned partitions [t-0]")]),
+        "b": ([_vc(0, "startup_complete"), _vc(5_000, "partitions_assigned", "t-0"), _vc(9_500, "shutdown_complete")],
+              [*_joined(4_900, "g", 2, "b-1"), _java(4_999, "g", "Adding newly assigned partitions: [t-0]")]),
+    },
+}
+
+
 def write(root: Path) -> dict[str, Path]:
     """Write every set under ``root``: name -> its folder."""
     out = {}
     for name, files in SETS.items():
         for member, events in files.items():
             write_jsonl(root / name / f"{member}.jsonl", events)
+        out[f"crafted-{name}"] = root / name
+    for name, pairs in PAIRED.items():
+        for member, (events, lines) in pairs.items():
+            write_jsonl(root / name / f"{member}.jsonl", events)
+            (root / name / f"{member}.log").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         out[f"crafted-{name}"] = root / name
     for name, (folder, kept) in PARTIAL_CAPTURES.items():
         (root / name).mkdir(parents=True)

@@ -264,6 +264,11 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
+    # a callback trace beside its own client log (crafted.PAIRED): what the log's superseded ownership lines say of
+    # the member counts on both sides -- a KIP-848 consumer's subscription (said on no other line), and its last
+    # event before a restart (the end of a zombie overlap, t1 above). Both disagreed before h27-superseded.
+    assert {(k[0].split("/")[0], k[1], k[6] - k[5]) for k in expected if k[0].startswith("crafted-superseded-")} == {
+        ("crafted-superseded-subscription", "subscribed-only", 0), ("crafted-superseded-restart", "zombie-overlap", 1000)}
     # a member that moved groups: what it carried (its generation, per file too) is read alike, worded alike; its
     # protocol counts in the group it left only until it left
     assert _moved(samples_mined["violations"] + samples_mined["warnings"]) == sorted(moved)
