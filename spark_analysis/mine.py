@@ -4,7 +4,7 @@
 writes the findings as Parquet, and returns the report data that ``groupspec mine`` renders. The
 corpus is read once and partitioned by group once (the job's one planned shuffle); every window
 and join after that is keyed by group first. :func:`shuffles` counts the exchanges Spark actually
-planned (docs/mining.md).
+planned (docs/mining-internals.md, "Shuffles, broadcasts and the session settings").
 """
 
 from __future__ import annotations
@@ -243,8 +243,8 @@ def run(spark: SparkSession, corpus: Path, out: Path | None = None, config: Mine
     earlier run's plans on the driver. py4j's ``JavaObject`` caches each method it called as a ``JavaMember``
     that refers back to it: every DataFrame, Column and plan object is in a reference cycle, and its JVM side
     (the Dataset, its QueryExecution, the plans of the cached frames it read) stays held by the gateway until
-    Python's cyclic collector runs, which in a process of many long-lived objects is rarely (docs/mining.md,
-    "The driver's heap when the job runs again").
+    Python's cyclic collector runs, which in a process of many long-lived objects is rarely (docs/mining-internals.md,
+    "The driver's heap").
     """
     try:
         with partitions_kept(spark):  # a count fitted to this corpus is this run's; the next run fits its own
