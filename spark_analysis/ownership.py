@@ -180,8 +180,8 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumn("said", said).drop(*SAID)
     rows = rows.withColumns({
         # only an assignment can start an interval, the one reader of where the member's trace ended, when it
-        # began (its first row the filter keeps) and of its member id (intervals): null on the other rows, so that
-        # those strings are not copied on every row
+        # began (its first row of any kind, a dropped client-log line too) and of its member id (intervals): null
+        # on the other rows, so that those strings are not copied on every row
         "member_last": F.when(name == ASSIGNED, F.struct(
             last["ts"].alias("ts"), last["source"].alias("source"),
             F.min(F.col("timestamp")).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"))),
@@ -208,8 +208,9 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
         "shut_down": F.coalesce(F.last(F.when(name.isin(STARTUP, SHUTDOWN), name), True).over(upto) == SHUTDOWN,
                                 F.lit(False)),
         "ends_life": _ends_life(wm),
-        # the member's generation on its last row the filter keeps, where an interval still open at the end of
-        # its trace ends (intervals' "eof"); on assignment rows only, as member_last
+        # the member's generation on its last row of any kind (Member.generation after its last event), where an
+        # interval still open at the end of its trace ends (intervals' "eof"); on assignment rows only, as
+        # member_last
         "member_last_gen": F.when(name == ASSIGNED, F.last(F.struct(F.col("gen_ff").alias("v")))
                                   .over(wm.rowsBetween(UNB, UNF))["v"])}).filter(kept)
     wtp = Window.partitionBy(*TP_WINDOW[:5]).orderBy(*TP_WINDOW[5:])
