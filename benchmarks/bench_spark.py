@@ -49,13 +49,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _layout_tag() -> str:
-    """A short hash of the corpus schema: a pool or corpus kept in ``--work`` from an older layout (a column
-    fewer) is not reused, it is rebuilt under a new name."""
+    """A short hash of the corpus schema and layout number: a pool or corpus kept in ``--work`` from an older
+    layout (a column fewer, or rows that hold something else: ``layout.LAYOUT``) is not reused, it is rebuilt under
+    a new name (mine would refuse it)."""
     import hashlib
 
-    from spark_analysis.layout import SCHEMA
+    from spark_analysis.layout import LAYOUT, SCHEMA
 
-    return hashlib.sha1(str(SCHEMA).encode()).hexdigest()[:8]
+    return hashlib.sha1(f"{SCHEMA}\nlayout {LAYOUT}".encode()).hexdigest()[:8]
 
 
 def pool(work: Path, groups: int) -> Path:
@@ -96,7 +97,9 @@ def replicate(pool_dir: Path, work: Path, events: int) -> tuple[Path, int, int]:
             copy = copy.set_column(table.column_names.index(column), column,
                                    renamed.dictionary_encode().cast(SCHEMA.field(column).type))
         write_part(copy, out, k)
-    (out / "input.json").write_text(json.dumps({"events": info["events"] * copies, "copies": copies}))
+    # the pool's layout: the copies' rows are its rows, groups renamed (mine refuses a corpus that says none)
+    (out / "input.json").write_text(json.dumps({"events": info["events"] * copies, "copies": copies,
+                                                "layout": info.get("layout")}))
     done.write_text(json.dumps({"events": info["events"] * copies, "copies": copies}))
     return out, info["events"] * copies, copies
 

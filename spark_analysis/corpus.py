@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.layout import Columns, Moved, write_part
+from spark_analysis.layout import LAYOUT, Columns, Moved, write_part
 from traces.checker import refuse_bad_context
 from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
@@ -583,6 +583,8 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
 
 
 def _write_input(out: Path, doc: dict[str, Any]) -> None:
+    """Write ``input.json``, stamped with the layout its rows were written in (``layout.check_layout`` reads it)."""
+    doc["layout"] = LAYOUT
     (out / "input.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 

@@ -42,14 +42,16 @@ event came from:
 Strings are dictionary-encoded. A corpus directory holds ``events/part-NNNNN.parquet`` files, each
 sorted by ``(group, seq)`` (row groups of consecutive groups), so that one group's rows are read
 together, plus ``input.json`` (events, lines, malformed lines per file and reason, as the checker
-counts them) and, for simulated corpora, ``truth.json``. A simulated corpus's files hold whole
-groups. A ``--from`` corpus is written in the traces' merged time order, a file every 2M rows
-(``corpus.ROWS_PER_PART``), so past that size one group's rows can span files; the job does not rely
-on either (it repartitions by group), a reader that maps files one by one must.
+counts them, and ``layout``, the number of what a row holds: :data:`LAYOUT`) and, for simulated corpora,
+``truth.json``. A simulated corpus's files hold whole groups. A ``--from`` corpus is written in the
+traces' merged time order, a file every 2M rows (``corpus.ROWS_PER_PART``), so past that size one group's
+rows can span files; the job does not rely on either (it repartitions by group), a reader that maps files
+one by one must.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,65 @@ SCHEMA = pa.schema([
     ("moved_assigned_gen", pa.int64()),
 ])
 COLUMNS = tuple(SCHEMA.names)
+
+# The number of the corpus layout this code writes and reads: every corpus writer puts it into input.json
+# (``layout``) and the job refuses a corpus that says another (check_layout). A corpus is written once and mined
+# many times, so a row that holds something else than it did must not be read as if it did not: bump this number
+# whenever what a corpus row holds changes -- a column added, removed or renamed, or a column that says something
+# else for the same traces -- and add a line below saying what changed at the new number.
+#   1 (h27-layout): the first number recorded. The columns of SCHEMA, and the context a member says on a client-log
+#     ownership line the job drops carried to its next row (h27-superseded). Corpora written before say no number:
+#     some lack the move or context columns, and none carries that context (the job would miss what it says).
+LAYOUT = 1
+
+
+class LayoutError(ValueError):
+    """A corpus this code cannot mine: written in another layout, or an ``input.json`` that cannot be read.
+
+    The message names the directory, the layout found, the one read here, and the command that writes the corpus
+    again. ``groupspec mine`` turns it into exit 2 (``InputError``); ``spark_analysis/submit.py`` prints it and
+    exits 2. A ``ValueError``, not groupspec's ``InputError``: spark_analysis does not import groupspec (submit.py's
+    zip ships model, traces and spark_analysis only)."""
+
+
+def _rewrite_hint(corpus: Path, info: dict[str, Any]) -> str:
+    """The command that writes ``corpus`` again, as far as its input.json says what it was written from."""
+    paths = [p for run in info.get("runs") or () if isinstance(run, dict) for p in run.get("paths") or ()]
+    if paths and all(isinstance(p, str) for p in paths):
+        return f"groupspec corpus --from {' '.join(paths)} --out NEWDIR"
+    try:
+        truth = json.loads((corpus / "truth.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        truth = None
+    if isinstance(truth, dict) and isinstance(truth.get("groups"), int) and isinstance(truth.get("seed"), int):
+        return f"groupspec corpus --groups {truth['groups']} --seed {truth['seed']} ... --out NEWDIR"
+    return "groupspec corpus --from TRACES --out NEWDIR (or --groups N for a simulated one)"
+
+
+def check_layout(corpus: Path) -> None:
+    """Refuse (:class:`LayoutError`) a corpus whose ``input.json`` says no ``layout`` or another than :data:`LAYOUT`.
+
+    A corpus without ``input.json`` is let through, as the job read one before layouts were recorded (its report
+    then has no line or file counts): no corpus writer leaves it out, so it is one put together by hand, and what
+    its rows hold is its writer's word."""
+    path = corpus / "input.json"
+    if not path.exists():
+        return
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LayoutError(f"{path}: cannot be read ({exc}); write the corpus again: "
+                          f"{_rewrite_hint(corpus, {})}") from None
+    if not isinstance(info, dict):
+        raise LayoutError(f"{path}: not a JSON object; write the corpus again: {_rewrite_hint(corpus, {})}")
+    found = info.get("layout")
+    # a bool is an int to Python: ``true`` is not layout 1
+    if isinstance(found, int) and not isinstance(found, bool) and found == LAYOUT:
+        return
+    said = "none: written before groupspec recorded it" if found is None else json.dumps(found)
+    raise LayoutError(f"{corpus}: a corpus of layout {said}; this groupspec reads layout {LAYOUT} only (what its "
+                      f"rows hold changed: spark_analysis/layout.py, LAYOUT). Write it again: "
+                      f"{_rewrite_hint(corpus, info)}")
 
 _PARTITION_LISTS = {"partitions_assigned": "partitions", "partitions_revoked": "partitions",
                     "partitions_lost": "partitions", "records_consumed": "partitions",

@@ -33,7 +33,7 @@ from spark_analysis import rebalances as rb
 from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
 from spark_analysis.corpus import read_input, read_truth
-from spark_analysis.layout import events_dir, part_files
+from spark_analysis.layout import check_layout, events_dir, part_files
 from spark_analysis.ownership import ROWS_PACKED, intervals, member_rows
 from spark_analysis.packing import pack, unpack
 from spark_analysis.session import fit_partitions, partitions_kept, storage_level
@@ -83,9 +83,13 @@ class Plan:
 
 
 def load(spark: SparkSession, corpus: Path) -> DataFrame:
+    """The corpus's rows; :class:`spark_analysis.layout.LayoutError` for a corpus of another layout (before Spark
+    reads it: an older corpus would fail deep in the job on a missing column, or mine without the context it lacks)."""
+    check_layout(corpus)
     events = spark.read.parquet(str(events_dir(corpus)))
-    # a corpus written before the layout's last move column (moved_assigned_gen, h19-agree) reads as one where no
-    # moved member brought a last assignment's generation, as the job read it then; it need not be rewritten
+    # a corpus without input.json (put together by hand: check_layout lets it through) written before the layout's
+    # last move column (moved_assigned_gen, h19-agree) reads as one where no moved member brought a last
+    # assignment's generation, as the job read it then
     if "moved_assigned_gen" not in events.columns:
         events = events.withColumn("moved_assigned_gen", F.lit(None).cast("long"))
     return events

@@ -38,10 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     from spark_analysis import mine, session
-    from spark_analysis.layout import part_files
+    from spark_analysis.layout import LayoutError, check_layout, part_files
 
     if not part_files(args.corpus):
         print(f"submit.py: {args.corpus}: not a corpus (no events/part-*.parquet)", file=sys.stderr)
+        return 2
+    try:
+        check_layout(args.corpus)  # before the session starts (mine.run checks again)
+    except LayoutError as exc:
+        print(f"submit.py: {exc}", file=sys.stderr)
         return 2
     spark = session.build(master=None)  # the master spark-submit was given
     try:

@@ -3,7 +3,8 @@
 DIR is a corpus (``groupspec corpus``). ``local[*]`` by default, ``--master spark://...`` for a
 cluster. Writes ``violations.parquet`` and mine.json / .md / .html into ``--out`` (default
 reports/mine); ``--json`` prints the report on stdout. Progress goes to stderr. Exit 0 when no
-violation was found, 1 when one was, 2 for a corpus that cannot be read or a Spark failure.
+violation was found, 1 when one was, 2 for a corpus that cannot be read, one written in another layout
+(``spark_analysis.layout.LAYOUT``: the message says how to write it again) or a Spark failure.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _say(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spark_analysis.layout import part_files
+    from spark_analysis.layout import LayoutError, check_layout, part_files
 
     conf = spark_conf(args.conf)
     if "spark.sql.shuffle.partitions" in conf:
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))
+    try:
+        check_layout(args.corpus)  # before Spark starts: mine.load checks again, for callers of spark_analysis.mine
+    except LayoutError as exc:
+        raise InputError(str(exc)) from None
     from pyspark.sql import SparkSession
 
     from groupspec import mine_report

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from groupspec.cli import main
-from spark_analysis import session
+from spark_analysis import mine, session
+from spark_analysis.layout import LAYOUT, LayoutError, check_layout
 from tests.traces.support import REAL, consumed, ev, write_jsonl
 from tests.traces.support import run as check_paths
 
@@ -190,3 +191,84 @@ def test_corpus_lists_files_beside_directories_that_give_nothing_as_ignored(tmp_
     assert {"path": str(notes), "why": "no event read"} in info["ignored_files"]
     assert info["ignored_files"] == checked["input"]["ignored_files"]
     assert info["events"] == checked["input"]["events"]
+
+
+def test_every_corpus_writer_stamps_the_layout(tmp_path: Path) -> None:
+    """--from (one run and several) and --groups write the layout number mine reads into input.json."""
+    dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
+    argvs = {"from": ["--from", str(_trace_with_double_owner(tmp_path))], "runs": ["--from", *dirs],
+             "groups": ["--groups", "2", "--workers", "1"]}
+    for name, argv in argvs.items():
+        out = tmp_path / name
+        assert main(["corpus", *argv, "--out", str(out)]) == 0
+        assert json.loads((out / "input.json").read_text())["layout"] == LAYOUT, name
+        check_layout(out)
+
+
+def _restamped(tmp_path: Path, layout: Any) -> tuple[Path, Path]:
+    """A --from corpus whose input.json says ``layout`` (the key left out for ``...``); (corpus, traces)."""
+    traces = _trace_with_double_owner(tmp_path)
+    corpus_dir = tmp_path / "corpus"
+    assert main(["corpus", "--from", str(traces), "--out", str(corpus_dir)]) == 0
+    info = json.loads((corpus_dir / "input.json").read_text())
+    del info["layout"]
+    if layout is not ...:
+        info["layout"] = layout
+    (corpus_dir / "input.json").write_text(json.dumps(info))
+    return corpus_dir, traces
+
+
+OTHER_LAYOUTS = [(..., "layout none: written before groupspec recorded it"), (LAYOUT + 1, f"layout {LAYOUT + 1};"),
+                 (0, "layout 0;"), (True, "layout true;"), (str(LAYOUT), f'layout "{LAYOUT}";')]
+
+
+@pytest.mark.parametrize("layout, said", OTHER_LAYOUTS)
+def test_mine_refuses_a_corpus_of_another_layout_and_says_how_to_write_it_again(
+        layout: Any, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus_dir, traces = _restamped(tmp_path, layout)
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir), "--out", str(tmp_path / "m")]) == 2  # before Spark starts
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"{corpus_dir}: a corpus of {said}" in err[0]
+    assert f"this groupspec reads layout {LAYOUT} only" in err[0]
+    assert err[0].endswith(f"Write it again: groupspec corpus --from {traces} --out NEWDIR")
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("layout, said", OTHER_LAYOUTS[:2])
+def test_submit_refuses_a_corpus_of_another_layout(layout: Any, said: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from spark_analysis import submit
+
+    corpus_dir, _ = _restamped(tmp_path, layout)
+    capsys.readouterr()
+    assert submit.main([str(corpus_dir), "--out", str(tmp_path / "m")]) == 2  # before a session is built
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"submit.py: {corpus_dir}: a corpus of {said}"), err
+
+
+def test_the_job_itself_refuses_a_corpus_of_another_layout(spark: Any, tmp_path: Path) -> None:
+    """A notebook calling spark_analysis.mine directly gets the refusal too, not a Spark error deep in the job."""
+    corpus_dir, _ = _restamped(tmp_path, ...)
+    for call in (lambda: mine.run(spark, corpus_dir), lambda: mine.plan(spark, corpus_dir),
+                 lambda: mine.load(spark, corpus_dir)):
+        with pytest.raises(LayoutError, match="written before groupspec recorded it"):
+            call()
+
+
+def test_an_unreadable_input_json_is_refused_and_a_missing_one_let_through(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+    check_layout(corpus_dir)
+    (corpus_dir / "input.json").write_text("[1")
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "input.json: cannot be read" in err[0] and "--out NEWDIR" in err[0]
+    (corpus_dir / "input.json").write_text("[1]")
+    with pytest.raises(LayoutError, match="not a JSON object"):
+        check_layout(corpus_dir)
+    # no input.json at all: as mine read such a corpus before layouts were recorded (one put together by hand)
+    (corpus_dir / "input.json").unlink()
+    check_layout(corpus_dir)
