@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.layout import LAYOUT, Columns, Moved, write_part
+from spark_analysis.layout import Columns, Moved, write_input, write_part
 from traces.checker import refuse_bad_context
 from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
@@ -170,7 +170,7 @@ class CorpusSpec:
 def simulate_group(spec: CorpusSpec, index: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The trace of group ``index`` and its truth entry (mutant, what the model's monitor flagged)."""
     # the simulator and its monitor (some 30 modules) load here, once per group and not per event: `corpus
-    # --from` and `mine` (which reads this module's read_input) never need them
+    # --from` and `mine` (which reads layout.read_input) never need them
     from model.invariants.protocol import WARNINGS, Monitor
     from model.scenario import parse
     from model.system_run import simulate
@@ -237,7 +237,7 @@ def simulate_groups(spec: CorpusSpec, out: Path, workers: int | None = None,
            "mutant_fraction": spec.mutant_fraction, "mutants": list(spec.mutants), "faults": list(spec.faults),
            "truth": dict(sorted(truth.items()))}
     (out / "truth.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    _write_input(out, {"events": events, "lines": events, "files": spec.groups, "skipped": {},
+    write_input(out, {"events": events, "lines": events, "files": spec.groups, "skipped": {},
                        "skipped_per_file": {}, "skipped_examples": []})
     return doc
 
@@ -483,7 +483,7 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
         "callback_members": sorted({m for _, doc in docs for m in doc["callback_members"]}), "parts": part,
         "sources": sources, "shared_members": shared_members(sources),
         "runs": [r for _, doc in docs for r in doc["runs"]]}
-    _write_input(out, combined)
+    write_input(out, combined)
     return combined
 
 
@@ -573,26 +573,10 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
            "runs": [{"run": run_label, "paths": list(paths), "events": events}]}
     # as groupspec check warns: one member name from several captures is one consumer to the job too
     doc["shared_members"] = shared_members(doc["sources"], run_label)
-    _write_input(out, doc)
+    write_input(out, doc)
     if progress:
         progress(f"corpus: {events:,} events from {len(plan.sources)} file(s), "
                  f"{stats.skipped_total} line(s) skipped, {time.monotonic() - started:.1f} s")
         for shared in doc["shared_members"]:
             progress(f"corpus: warning: {shared_member_text(shared)}")
     return doc
-
-
-def _write_input(out: Path, doc: dict[str, Any]) -> None:
-    """Write ``input.json``, stamped with the layout its rows were written in (``layout.check_layout`` reads it)."""
-    doc["layout"] = LAYOUT
-    (out / "input.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-
-
-def read_input(corpus: Path) -> dict[str, Any]:
-    path = corpus / "input.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
-def read_truth(corpus: Path) -> dict[str, Any] | None:
-    path = corpus / "truth.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None

@@ -117,6 +117,22 @@ COLUMNS = tuple(SCHEMA.names)
 LAYOUT = 1
 
 
+def write_input(out: Path, doc: dict[str, Any]) -> None:
+    """Write the corpus's ``input.json``, stamped with the layout its rows were written in (:func:`check_layout`)."""
+    doc["layout"] = LAYOUT
+    (out / "input.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def read_input(corpus: Path) -> dict[str, Any]:
+    path = corpus / "input.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def read_truth(corpus: Path) -> dict[str, Any] | None:
+    path = corpus / "truth.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 class LayoutError(ValueError):
     """A corpus this code cannot mine: written in another layout, or an ``input.json`` that cannot be read.
 
@@ -132,7 +148,7 @@ def _rewrite_hint(corpus: Path, info: dict[str, Any]) -> str:
     if paths and all(isinstance(p, str) for p in paths):
         return f"groupspec corpus --from {' '.join(paths)} --out NEWDIR"
     try:
-        truth = json.loads((corpus / "truth.json").read_text(encoding="utf-8"))
+        truth = read_truth(corpus)
     except (OSError, ValueError):
         truth = None
     if isinstance(truth, dict) and isinstance(truth.get("groups"), int) and isinstance(truth.get("seed"), int):
@@ -150,7 +166,7 @@ def check_layout(corpus: Path) -> None:
     if not path.exists():
         return
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
+        info = read_input(corpus)
     except (OSError, ValueError) as exc:
         raise LayoutError(f"{path}: cannot be read ({exc}); write the corpus again: "
                           f"{_rewrite_hint(corpus, {})}") from None
@@ -164,6 +180,7 @@ def check_layout(corpus: Path) -> None:
     raise LayoutError(f"{corpus}: a corpus of layout {said}; this groupspec reads layout {LAYOUT} only (what its "
                       f"rows hold changed: spark_analysis/layout.py, LAYOUT). Write it again: "
                       f"{_rewrite_hint(corpus, info)}")
+
 
 _PARTITION_LISTS = {"partitions_assigned": "partitions", "partitions_revoked": "partitions",
                     "partitions_lost": "partitions", "records_consumed": "partitions",

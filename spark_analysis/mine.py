@@ -32,8 +32,7 @@ from spark_analysis import notes as nt
 from spark_analysis import rebalances as rb
 from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
-from spark_analysis.corpus import read_input, read_truth
-from spark_analysis.layout import check_layout, events_dir, part_files
+from spark_analysis.layout import check_layout, events_dir, part_files, read_input, read_truth
 from spark_analysis.ownership import ROWS_PACKED, intervals, member_rows
 from spark_analysis.packing import pack, unpack
 from spark_analysis.session import fit_partitions, partitions_kept, storage_level

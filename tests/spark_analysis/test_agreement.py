@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from spark_analysis import converges as cv
-from spark_analysis import corpus, mine
+from spark_analysis import corpus, layout, mine
 from spark_analysis import delivery as dl
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
@@ -327,7 +327,7 @@ def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[st
 
 def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any, generated_corpus: Path,
                                                                        generated_mined: dict[str, Any]) -> None:
-    truth = corpus.read_truth(generated_corpus)
+    truth = layout.read_truth(generated_corpus)
     assert truth is not None
     assert {t["mutant"] for t in truth["truth"].values()} - {None} == set(GENERATED.mutants)
     expected, notes, delivery, rebalances = _checker_generated()
@@ -346,7 +346,7 @@ def test_a_generated_corpus_with_every_mutant_agrees_with_the_checker(spark: Any
 
 def test_recall_and_precision_against_truth(generated_corpus: Path, generated_mined: dict[str, Any]) -> None:
     """Every mutant group the model's monitor flags with a covered invariant is flagged; no clean group is."""
-    truth = corpus.read_truth(generated_corpus)
+    truth = layout.read_truth(generated_corpus)
     assert truth is not None
     flagged = {f["group"] for f in generated_mined["violations"]}
     entries = truth["truth"]

@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks import bench_spark_checker as bench
 from model.mutants import MUTANTS
-from spark_analysis import corpus
+from spark_analysis import corpus, layout
 from tests.spark_analysis import crafted
 
 SPEC = corpus.CorpusSpec(groups=20, seed=3, mutant_fraction=0.5, mutants=tuple(sorted(MUTANTS)))
@@ -46,7 +46,7 @@ def test_per_group_findings_are_the_checkers(spark: Any, small_corpus: Path, dir
     assert bench.rows_keys(found) == direct
     seen = bench.summary(found)
     assert seen["groups"] == SPEC.groups
-    assert seen["events"] == corpus.read_input(small_corpus)["events"]
+    assert seen["events"] == layout.read_input(small_corpus)["events"]
     assert not seen["groups_seen_twice"]
     assert seen["skipped_events"] == 0
 
