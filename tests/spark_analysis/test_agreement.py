@@ -221,6 +221,9 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     pyspark_testing.assertDataFrameEqual(_frame(spark, got), _frame(spark, sorted(expected)))
     assert _converges(samples_mined["violations"]) == sorted(converges)
     assert any(not g.startswith("crafted-") for g, *_ in converges), "a real broker's trace breaks converges"
+    # a protocol that goes back is read at its last change: eager again in g (a finding), cooperative again in h
+    assert [g for g, *_ in converges if g.startswith("crafted-converges-protocol-back/")] == \
+        ["crafted-converges-protocol-back/g"]
     assert _rejected(samples_mined["violations"]) == sorted(rejected)
     assert {g.split("/")[0] for g, *_ in rejected} == {"crafted-rejected-revoke", "crafted-rejected-kept"}, \
         "revoking and keeping what a rejected generation owned are compared, and the sets that hold are clean"
