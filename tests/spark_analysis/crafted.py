@@ -456,6 +456,18 @@ SETS["zombie-reasons"] = {
     "d": [_start(**_G), ev("partitions_assigned", 20_000, parts=[2], **_G), _stop(70_000)],
 }
 
+# More handoffs with duplicates than a small list holds (the checker's max_findings, the job's max_examples), closed in
+# another order than they are listed in: b reads t-4 first and t-0 last (the list's order: group, time, topic,
+# partition, new owner) and lets t-0 go first, t-4 last (the checker's closing order). a never committed.
+SETS["handoffs-listed"] = {
+    "a": [_start(), ev("partitions_assigned", 10, parts=[0, 1, 2, 3, 4]),
+          *[consumed(20 + p, p, 0, 9) for p in range(5)], ev("partitions_revoked", 100, parts=[0, 1, 2, 3, 4]),
+          _stop(101)],
+    "b": [_start(150), ev("partitions_assigned", 200, parts=[0, 1, 2, 3, 4]),
+          *[consumed(250 - 10 * p, p, 0, 9) for p in range(5)],
+          *[ev("partitions_revoked", 300 + 10 * p, parts=[p]) for p in range(5)], _stop(400)],
+}
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator
