@@ -86,6 +86,7 @@ class _Listed:
     def __lt__(self, other: _Listed) -> bool:
         return self.key > other.key
 
+
 # The offset configuration any member event may name: each field's test of the values the checker accepts
 # (traces.checker.refuse_bad_context, before DeliveryChecks._offset_config keeps them), and the words of its BadField
 # for another. spark_analysis.corpus carries a
