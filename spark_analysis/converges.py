@@ -32,9 +32,8 @@ the checker's order (``seq``):
 
 The rows read are the coordinator events and ``group_synced`` (one row per event, the 17 ``COLUMNS``),
 in two passes over the group (one sort each, both over those few rows only); the members'
-protocols are one aggregate over the member events, no sort. Approximated (docs/mining.md, "What still differs"): a
-member whose protocol field returns to a value it had before is taken to keep each value from the
-first event naming it until the first event naming the next.
+protocols are one window over each member's rows (a sort of the member rows' few columns read here, within the
+group partitions: no exchange) that keeps the rows changing a member's protocol, then one aggregate over those.
 """
 
 from __future__ import annotations
@@ -48,9 +47,9 @@ from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, finding
 from spark_analysis.membership import REBALANCE, REMOVED, STABLE, STATE, _java
-from spark_analysis.ownership import UNB, where
+from spark_analysis.ownership import UNB, UNF, where
 from traces.coordinator_checks import _MEMBERSHIP_REASON, converges_notes
-from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
+from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
 
 SYNCED, OFFSET_COMMIT = "group_synced", "coordinator_offset_commit"
 UNIQUE_GEN = -(1 << 40)  # a race without a generation: a value no other race has (the checker's -1 - len(races))
@@ -147,8 +146,13 @@ def _races(x: DataFrame) -> DataFrame:
 def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFrame:
     """Per group, each member's protocol over time: ``group, pieces`` (``v`` from event ``s`` until ``e``).
 
-    One aggregate per member: where each ``protocol`` value first appears, and the first assignor of
-    each kind (the checker's ``Member.protocol`` before a protocol is named); then one per group.
+    Each change of a member's ``protocol`` field starts a piece: a row naming a value other than the member's
+    previous named one (``Member.protocol`` is the last ``protocol`` field, so a protocol that goes back -- eager,
+    cooperative, eager: a rolling upgrade rolled back -- is eager again from the row naming it). The previous value
+    is a window over the member's rows (the events are partitioned by group already: no exchange; one sort of the
+    member rows' few columns read here). Before the first named value, the default, else the first assignor of a
+    known kind (the checker's ``Member.protocol`` before a protocol is named). Then one aggregate per member over
+    the rows that change something and one per group, both in the group partitions.
     A member that moved groups counts in the group it left until the event that moved it
     (``moved_from``): ``CoordinatorChecks._bound`` counts the members whose group is the rebalancing
     one then (``Member.group``, changed by ``Checker._member``). Those moves are read from the new
@@ -158,14 +162,21 @@ def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFr
     left = m.filter(F.col("moved_from").isNotNull()).select(
         F.col("moved_from").alias("group"), "member", F.col("seq").alias("left"))
     proto, assignor, seq = F.col("protocol"), F.col("assignor"), F.col("seq")
-    firsts = m.groupBy("group", "member").agg(
-        *[F.min(F.when(proto == p, seq)).alias(f"n_{p}") for p in ("eager", "cooperative", "consumer")],
-        F.min(F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), seq)).alias("a_coop"),
-        F.min(F.when(assignor.isin(*sorted(EAGER_ASSIGNORS)), seq)).alias("a_eager"),
-        F.min(seq).alias("first"))
-    named = F.array_sort(F.filter(F.array(*[F.struct(F.col(f"n_{p}").alias("s"), F.lit(p).alias("v"))
-                                             for p in ("eager", "cooperative", "consumer")]),
-                                  lambda e: e["s"].isNotNull()))
+    wm = Window.partitionBy("group", "member").orderBy("seq")
+    whole = wm.rowsBetween(UNB, UNF)
+    named, before = F.col("named"), F.last("named", True).over(wm.rowsBetween(UNB, -1))
+    # one Window operator (one spec, no column reading another's), then only the rows that change the protocol and
+    # each member's first row go on: the aggregate collecting the changes reads a few rows, not every member row
+    x = m.select("group", "member", "seq", "assignor", F.when(proto.isin(*sorted(PROTOCOLS)), proto).alias("named"))
+    x = x.select("group", "member", "seq", F.when(
+        named.isNotNull() & (before.isNull() | (before != named)), F.struct(seq.alias("s"), named.alias("v")))
+        .alias("change"),
+        F.min(F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), seq)).over(whole).alias("a_coop"),
+        F.min(F.when(assignor.isin(*sorted(EAGER_ASSIGNORS)), seq)).over(whole).alias("a_eager"),
+        F.min(seq).over(whole).alias("first"))
+    firsts = x.filter(F.col("change").isNotNull() | (seq == F.col("first"))).groupBy("group", "member").agg(
+        F.array_sort(F.collect_list("change")).alias("named"),  # collect_list skips the first row's null
+        *[F.min(c).alias(c) for c in ("a_coop", "a_eager", "first")])
     if default_protocol is not None:  # Member.protocol starts as the default: an assignor never sets it
         pre = F.struct(F.col("first").alias("s"), F.lit(default_protocol).alias("v"))
     else:
@@ -183,7 +194,7 @@ def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFr
     ended = F.transform(pieces, lambda p: F.struct(p["v"].alias("v"), p["s"].alias("s"),
                                                    F.coalesce(p["e"], F.col("left")).alias("e")))
     per_member = (firsts.join(F.broadcast(left), ["group", "member"], "left")
-                  .select("group", "left", named.alias("named"), pre.alias("pre")).select("group", ended.alias("p")))
+                  .select("group", "left", "named", pre.alias("pre")).select("group", ended.alias("p")))
     return per_member.groupBy("group").agg(F.flatten(F.collect_list("p")).alias("pieces"))
 
 

@@ -45,11 +45,13 @@ handoff to itself: its own uncommitted records are read again.
 
 Memory: per member and partition (position, the handoff being counted, the last failed commit) and
 per group and partition (the last release); the per-handoff list in the report is capped at
-``max_findings``.
+``max_findings``: the first handoffs with duplicates by group, time, topic, partition and new owner (a heap of at
+most that many; the Spark job lists the same ones, spark_analysis.handoff._summary), in that order.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -67,6 +69,23 @@ from traces.state import (
 )
 
 RESET_POLICIES = frozenset({"earliest", "latest", "none"})
+
+
+class _Listed:
+    """A handoff with duplicates in the report's list, ordered backwards by its place in it: the heap's smallest is
+    the list's last, the one a handoff earlier in the list replaces once the list is full."""
+
+    __slots__ = ("key", "handoff")
+
+    def __init__(self, h: Handoff, closed: int) -> None:
+        # the Spark job's order (spark_analysis.handoff._summary); ``closed`` (how many came before it) keeps
+        # equal keys apart, the first closed first, and no two entries equal
+        self.key = (h.group, h.ts, h.tp[0], h.tp[1], h.new, closed)
+        self.handoff = h
+
+    def __lt__(self, other: _Listed) -> bool:
+        return self.key > other.key
+
 
 # The offset configuration any member event may name: each field's test of the values the checker accepts
 # (traces.checker.refuse_bad_context, before DeliveryChecks._offset_config keeps them), and the words of its BadField
@@ -201,7 +220,7 @@ class DeliveryChecks(CheckerParts):
         self.dup_total = 0
         self.dup_by_cause: Counter[str] = Counter()
         self.dup_by_partition: dict[tuple[str, TP], list[int]] = {}  # (group, tp) -> [handoffs, duplicates]
-        self.handoff_examples: list[Handoff] = []
+        self.handoff_examples: list[_Listed] = []  # a heap: the max_findings first (_Listed), its last on top
         self.no_gap_unjudged: Counter[str] = Counter()  # reset policy -> first consumptions not judged
         self.no_gap_assumed_zero = 0  # first consumptions judged against an assumed log start of 0
         self.not_ahead_unjudged = 0
@@ -486,8 +505,11 @@ class DeliveryChecks(CheckerParts):
             self.dup_handoffs += 1
             self.dup_total += h.duplicates
             self.dup_by_cause[h.cause] += h.duplicates
+            listed = _Listed(h, self.dup_handoffs)
             if len(self.handoff_examples) < self.config.max_findings:
-                self.handoff_examples.append(h)
+                heapq.heappush(self.handoff_examples, listed)
+            elif self.handoff_examples and listed.key < self.handoff_examples[0].key:
+                heapq.heapreplace(self.handoff_examples, listed)
 
     def _finish_delivery(self) -> None:
         for m in self.members.values():
@@ -551,7 +573,7 @@ class DeliveryChecks(CheckerParts):
                 {"group": h.group, **tp_json(h.tp), "from": h.previous, "to": h.new, "at": h.ts,
                  "start": h.start, "previous_position": h.previous_position, "committed": h.committed,
                  "duplicates": h.duplicates, "cause": h.cause, "detail": h.detail, "evidence": h.evidence}
-                for h in self.handoff_examples],
+                for h in (e.handoff for e in sorted(self.handoff_examples, key=lambda e: e.key))],
             "handoff_examples_truncated": self.dup_handoffs > len(self.handoff_examples),
         }
 

@@ -112,6 +112,18 @@ CONVERGES: dict[str, dict[str, list[dict[str, Any]]]] = {
                                _rebalance(300, protocol="consumer"), _stable(400, 3, ["a-1"], assignor="uniform")]},
     # the trace ends in a streak beyond the bound: confirmed at the end; and one a later race brings within it
     "converges-end": {"c": [_stable(50, 1, ["a-1"], assignor="range"), _rebalance(100, JOINED), _rebalance(200)]},
+    # no assignor at the coordinator, and a member's protocol goes back (a rolling upgrade rolled back): the last
+    # protocol field counts (Member.protocol). In g, a goes eager, cooperative, eager: the second rebalance breaks the
+    # eager bound; in h, b goes cooperative, eager, cooperative: within the cooperative bound
+    "converges-protocol-back": {
+        "c": [_rebalance(100, JOINED), _stable(150, 1, ["a-1"]), _rebalance(200), _stable(250, 2, ["a-1"]),
+              *[{**e, "group": "h"} for e in (_rebalance(100, JOINED), _stable(150, 1, ["b-1"]), _rebalance(200),
+                                               _stable(250, 2, ["b-1"]))]],
+        "a": _member("eager", ev("group_joined", 20, group="g", generation=0, protocol="cooperative"),
+                     ev("group_joined", 40, group="g", generation=0, protocol="eager")),
+        "b": [_start(group="h", protocol="cooperative"), ev("group_joined", 20, group="h", generation=0, protocol="eager"),
+              ev("group_joined", 40, group="h", generation=0, protocol="cooperative")],
+    },
     "converges-end-race": {
         "c": [_stable(50, 1, ["a-1"], assignor="range"), _rebalance(100, JOINED), _rebalance(200)],
         "a": _member("eager", _synced(250, "a-1", 2, error="REBALANCE_IN_PROGRESS")),
@@ -442,6 +454,18 @@ SETS["zombie-reasons"] = {
           ev("partitions_assigned", 40_000, parts=[1], generation=2, **_G), _stop(70_000)],
     "c": [_start(**_G), ev("partitions_assigned", 10_000, parts=[2], **_G), _start(30_000, **_G), _stop(35_000)],
     "d": [_start(**_G), ev("partitions_assigned", 20_000, parts=[2], **_G), _stop(70_000)],
+}
+
+# More handoffs with duplicates than a small list holds (the checker's max_findings, the job's max_examples), closed in
+# another order than they are listed in: b reads t-4 first and t-0 last (the list's order: group, time, topic,
+# partition, new owner) and lets t-0 go first, t-4 last (the checker's closing order). a never committed.
+SETS["handoffs-listed"] = {
+    "a": [_start(), ev("partitions_assigned", 10, parts=[0, 1, 2, 3, 4]),
+          *[consumed(20 + p, p, 0, 9) for p in range(5)], ev("partitions_revoked", 100, parts=[0, 1, 2, 3, 4]),
+          _stop(101)],
+    "b": [_start(150), ev("partitions_assigned", 200, parts=[0, 1, 2, 3, 4]),
+          *[consumed(250 - 10 * p, p, 0, 9) for p in range(5)],
+          *[ev("partitions_revoked", 300 + 10 * p, parts=[p]) for p in range(5)], _stop(400)],
 }
 
 

@@ -20,6 +20,7 @@ import pytest
 from spark_analysis import converges as cv
 from spark_analysis import corpus, layout, mine
 from spark_analysis import delivery as dl
+from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
 from spark_analysis import membership as mb
 from spark_analysis import notes as nt
@@ -221,6 +222,9 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     pyspark_testing.assertDataFrameEqual(_frame(spark, got), _frame(spark, sorted(expected)))
     assert _converges(samples_mined["violations"]) == sorted(converges)
     assert any(not g.startswith("crafted-") for g, *_ in converges), "a real broker's trace breaks converges"
+    # a protocol that goes back is read at its last change: eager again in g (a finding), cooperative again in h
+    assert [g for g, *_ in converges if g.startswith("crafted-converges-protocol-back/")] == \
+        ["crafted-converges-protocol-back/g"]
     assert _rejected(samples_mined["violations"]) == sorted(rejected)
     assert {g.split("/")[0] for g, *_ in rejected} == {"crafted-rejected-revoke", "crafted-rejected-kept"}, \
         "revoking and keeping what a rejected generation owned are compared, and the sets that hold are clean"
@@ -305,6 +309,27 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
     assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset",
             "topic", "offset"} <= \
         {r for names in refused.values() for r in names}, refused
+
+
+def test_a_short_list_of_handoffs_names_the_same_ones(spark: Any, sample_sets: dict[str, Path],
+                                                      samples_mined: dict[str, Any]) -> None:
+    """With more handoffs with duplicates than the list holds, the checker (``max_findings``) and the job
+    (``max_examples``) list the same ones, the first by group, time, topic, partition and new owner, in that order:
+    on crafted.SETS["handoffs-listed"], whose handoffs the checker closes in another order. The job's listing
+    (``handoff.summary``) runs over its own handoffs of that set, from the sample corpus's run."""
+    name = "crafted-handoffs-listed"
+    mine_handoffs = [h for h in samples_mined["delivery"]["handoff_examples"] if h["group"].startswith(f"{name}/")]
+    rows = [(h["group"], h["topic"], h["partition"], h["from"], h["to"], h["at"], h["start"], h["previous_position"],
+             h["committed"], h["duplicates"], h["cause"], h["detail"], h["evidence"], True) for h in mine_handoffs]
+    frame = spark.createDataFrame(rows, "group string, topic string, partition int, previous string, new string, "
+                                        "ts long, start long, previous_position long, committed long, duplicates long, "
+                                        "cause string, detail string, evidence array<string>, measured boolean")
+    listed = hd.summary(frame, max_examples=2)
+    checked = check_paths(sample_sets[name], max_findings=2)["delivery"]
+    assert len(mine_handoffs) == checked["handoffs_with_duplicates"] == 5
+    assert checked["handoff_examples_truncated"] and listed["handoff_examples_truncated"]
+    assert _handoffs(listed) == _handoffs(checked, lambda g: f"{name}/{g}")  # the same ones, in the same order
+    assert [(h["partition"], h["at"]) for h in checked["handoff_examples"]] == [(4, 210), (3, 220)]
 
 
 def _checker_generated() -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[str, str]]], _Delivery, int]:

@@ -18,6 +18,7 @@ from tests.traces.support import (
     run,
     run_events,
     unchecked,
+    write_jsonl,
 )
 from traces.report import check_events
 
@@ -440,6 +441,25 @@ def test_an_eager_reassignment_to_the_same_member_counts_too(tmp_path: Path) -> 
     })
     d = delivery(report)
     assert d["duplicates"] == 5 and d["handoff_examples"][0]["from"] == "a"
+
+
+def test_a_short_list_of_handoffs_keeps_the_first_by_group_and_time(tmp_path: Path) -> None:
+    """More handoffs with duplicates than max_findings: the list keeps the first by group, time, topic, partition and
+    new owner (the Spark job's order, spark_analysis.handoff._summary), in that order, not the first the checker
+    closes; the totals count them all. b reads t-3 first and lets it go last, t-0 the other way round."""
+    a = [start(), assigned(10, 0, 1, 2, 3), *[consumed(20 + p, p, 0, 9) for p in range(4)], revoked(100, 0, 1, 2, 3),
+         stop(101)]
+    b = [start(150), assigned(200, 0, 1, 2, 3), *[consumed(240 - 10 * p, p, 0, 9) for p in range(4)],
+         *[revoked(300 + 10 * p, p) for p in range(4)], stop(400)]
+    paths = [write_jsonl(tmp_path / "a.jsonl", a), write_jsonl(tmp_path / "b.jsonl", b)]
+    listed = {n: delivery(run(paths, max_findings=n)) for n in (2, 0, 10)}
+    assert [(h["partition"], h["at"]) for h in listed[2]["handoff_examples"]] == [(3, 210), (2, 220)]
+    assert listed[2]["handoffs_with_duplicates"] == 4 and listed[2]["duplicates"] == 40
+    assert listed[2]["handoff_examples_truncated"]
+    assert listed[0]["handoff_examples"] == [] and listed[0]["handoff_examples_truncated"]
+    # all of them, in the same order, when the list holds them
+    assert [h["partition"] for h in listed[10]["handoff_examples"]] == [3, 2, 1, 0]
+    assert not listed[10]["handoff_examples_truncated"]
 
 
 def test_no_handoff_is_reported_as_unchecked(tmp_path: Path) -> None:
