@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis.ownership import CONSUMED, OWNERSHIP, RECORD_DATA, commit_entry_ok, commit_ok
 from traces.delivery import commits_seen_notes, offsets_seen_notes
+from traces.state import PROTOCOLS
 from traces.trace_notes import consumption_notes, ownership_notes, protocol_notes, subscription_notes
 
 # what each count is (the unchecked rows' ``what``, prefixed "trace-")
@@ -85,7 +86,7 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
         _as_long(is_member & first_row & F.col("generation").isNotNull()).alias("generation"),
         _as_long(is_member & first_row & commit_ok()).alias("commits"),
         zero.alias("unverified"), zero.alias("first-polls"), zero.alias("no-gap-judged"),
-        F.when(is_member & F.col("protocol").isin("eager", "cooperative"), seen(F.col("protocol"))).alias("named"),
+        F.when(is_member & F.col("protocol").isin(*sorted(PROTOCOLS)), seen(F.col("protocol"))).alias("named"),
         F.when(is_member & kind.isNotNull(), seen(kind)).alias("by_assignor"))
     # Checker._unowned / _commit_unowned: an entry of a partition not owned, by a member not yet known
     from_rows = rows.filter(F.col("topic").isNotNull() & (name.isin(CONSUMED, RECORD_DATA) | commit_entry_ok())

@@ -107,10 +107,12 @@ def _protocol(default_protocol: str | None) -> Column:
     default (``--protocol``) when one is given, else the kind of the first assignor the member names -- the checker
     reads an assignor only while the member's protocol is unknown, and a default makes it known from the start.
     Every member row counts, those member_rows drops too: the checker's ``_context`` reads them first."""
-    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
+    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
 
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
-    named = F.last(F.when(F.col("protocol").isin("eager", "cooperative"), F.col("protocol")), True).over(wm)
+    # consumer (KIP-848) counts as a protocol named: a member that goes from eager to consumer is judged by neither
+    # the eager nor the cooperative rules from then on, as the checker's Member.protocol is neither
+    named = F.last(F.when(F.col("protocol").isin(*sorted(PROTOCOLS)), F.col("protocol")), True).over(wm)
     assignor = F.col("assignor")
     by_assignor = F.first(F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
                           .when(assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)

@@ -434,6 +434,23 @@ SETS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "static-rejoin-protocol-changed": {"c": _static(
         "Group's selectedProtocol will change because static member s1-b with instance id s1 joined", "roundrobin")},
     "static-rejoin-other": {"c": _static("Adding new member m3 with group instance id None; client reason: x")},
+    # a classic group migrating to KIP-848: a that named eager names the consumer protocol at its next join and is
+    # then given t-1 while it keeps t-0, incrementally, as the consumer protocol assigns (KIP-848 has no
+    # revoke-everything step); b, eager throughout, is given t-3 while it keeps t-2. Member.protocol is the last
+    # protocol field, so eager-revoke-all judges b only, and the notes count a as neither eager nor cooperative
+    "consumer-protocol-migration": {
+        "a": [_start(protocol="eager"), ev("partitions_assigned", 10, parts=[0], generation=1),
+              ev("group_joined", 20, generation=2, protocol="consumer"),
+              ev("partitions_assigned", 30, parts=[1], generation=2), _stop(40)],
+        "b": [_start(protocol="eager"), ev("partitions_assigned", 10, parts=[2], generation=1),
+              ev("group_joined", 20, generation=2), ev("partitions_assigned", 30, parts=[3], generation=2), _stop(40)],
+    },
+    # a alone: no member ends the trace known to be eager, so eager-revoke-all is not checked (a note on both sides)
+    "consumer-protocol-alone": {
+        "a": [_start(protocol="eager"), ev("partitions_assigned", 10, parts=[0], generation=1),
+              ev("group_joined", 20, generation=2, protocol="consumer"),
+              ev("partitions_assigned", 30, parts=[1], generation=2), _stop(40)],
+    },
     **CONVERGES,
     **REJECTED,
     **MOVED,
