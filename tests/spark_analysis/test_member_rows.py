@@ -13,6 +13,7 @@ them without a sort. The cached corpus is held the same way (``mine.CORPUS_NOT_R
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,89 +23,115 @@ from spark_analysis import handoff, mine, ownership
 from spark_analysis.packing import PACKED
 
 
-def _scans(spark: Any, node: Any, rows_cache: int, read: set[str], seen: set[int], packed: set[int],
+def _scans(spark: Any, node: Any, read: dict[int, set[str]], seen: set[int], packed: dict[int, set[int]],
            exprs: list[str]) -> None:
-    """Walk a physical plan (a py4j ``SparkPlan``), and the plans of the caches it scans, once each: the columns read
-    from the cache whose builder is ``rows_cache`` go into ``read``, the ids of its packed struct's attributes (the
-    sparse columns: spark_analysis.packing) into ``packed``, and every operator's expressions into ``exprs``."""
+    """Walk a physical plan (a py4j ``SparkPlan``), and the plans of the caches it scans, once each: the columns each
+    scan of a cache reads go into ``read`` under the cache's builder (its identity hash), the ids of its packed
+    struct's attributes (the sparse columns: spark_analysis.packing) into ``packed`` the same way, and every
+    operator's expressions into ``exprs``."""
     kind = node.getClass().getSimpleName()
     if kind == "AdaptiveSparkPlanExec":  # not executed yet: its plan is the input plan
-        _scans(spark, node.inputPlan(), rows_cache, read, seen, packed, exprs)
+        _scans(spark, node.inputPlan(), read, seen, packed, exprs)
         return
     expressions = node.expressions()
     exprs.extend(expressions.apply(i).toString() for i in range(expressions.size()))
     if kind == "InMemoryTableScanExec":
         relation = node.relation()
         builder = spark._jvm.java.lang.System.identityHashCode(relation.cacheBuilder())
-        if builder == rows_cache:
-            columns = node.attributes()
-            read.update(columns.apply(i).name() for i in range(columns.size()))
-            packed.update(columns.apply(i).exprId().id() for i in range(columns.size())
-                          if columns.apply(i).name() == PACKED)
-        if builder not in seen:
-            seen.add(builder)
-            _scans(spark, relation.cachedPlan(), rows_cache, read, seen, packed, exprs)
+        columns = node.attributes()
+        read.setdefault(builder, set()).update(columns.apply(i).name() for i in range(columns.size()))
+        packed.setdefault(builder, set()).update(columns.apply(i).exprId().id() for i in range(columns.size())
+                                                 if columns.apply(i).name() == PACKED)
+        _cache_plan(spark, relation, builder, read, seen, packed, exprs)
     children = node.children()
     for i in range(children.size()):
-        _scans(spark, children.apply(i), rows_cache, read, seen, packed, exprs)
+        _scans(spark, children.apply(i), read, seen, packed, exprs)
 
 
-def _columns_read(spark: Any, p: mine.Plan, cached: int = 1) -> set[str]:
-    """The columns every frame of the job reads from its cached frame number ``cached`` (the member rows by
-    default): a column packed in the cache's struct counts where a frame reads its field (``packed#12.state``), the
-    struct where any does."""
-    cache = p.cached[cached]
+def _cache_plan(spark: Any, relation: Any, builder: int, read: dict[int, set[str]], seen: set[int],
+                packed: dict[int, set[int]], exprs: list[str]) -> None:
+    """Walk the plan that fills a cache, the first time it is met."""
+    if builder not in seen:
+        seen.add(builder)
+        _scans(spark, relation.cachedPlan(), read, seen, packed, exprs)
+
+
+def _own_scan(spark: Any, cache: Any) -> tuple[int, Any]:
+    """A cached frame's builder (identity hash) and relation, from the scan of it its own plan is."""
     top = cache._jdf.queryExecution().executedPlan()
     while top.getClass().getSimpleName() != "InMemoryTableScanExec":  # the cache's own scan, under a wrapper or two
         top = top.inputPlan() if top.getClass().getSimpleName() == "AdaptiveSparkPlanExec" else top.children().apply(0)
-    rows_cache = spark._jvm.java.lang.System.identityHashCode(top.relation().cacheBuilder())
-    frames = [p.findings, p.malformed, p.rebalances, p.pauses, p.moves, p.unchecked, p.handoffs,
-              *(df for df in p.cached if df is not cache)]
-    read: set[str] = set()
+    relation = top.relation()
+    return spark._jvm.java.lang.System.identityHashCode(relation.cacheBuilder()), relation
+
+
+def _columns_read(spark: Any, p: mine.Plan) -> list[set[str]]:
+    """For each cached frame of the job (``p.cached``, in order), the columns every frame of the job reads from it:
+    a column packed in the cache's struct counts where a frame reads its field (``packed#12.state``), the struct
+    where any does.
+
+    One walk serves every cache: the frames' plans and, once each, the plans that fill the caches. A cached frame's
+    own plan is the scan of all its columns, which is no reader: of it, only the plan that fills it is walked."""
+    frames = [p.findings, p.malformed, p.rebalances, p.pauses, p.moves, p.unchecked, p.handoffs]
+    read: dict[int, set[str]] = {}
     seen: set[int] = set()
-    packed: set[int] = set()
+    packed: dict[int, set[int]] = {}
     exprs: list[str] = []
     for df in frames:
         if df is not None:
-            _scans(spark, df._jdf.queryExecution().executedPlan(), rows_cache, read, seen, packed, exprs)
+            _scans(spark, df._jdf.queryExecution().executedPlan(), read, seen, packed, exprs)
+    builders = [_own_scan(spark, cache) for cache in p.cached]
+    for builder, relation in builders:
+        _cache_plan(spark, relation, builder, read, seen, packed, exprs)
     fields = re.compile(rf"\b{PACKED}#(\d+)\.(\w+)")
-    read.update(m.group(2) for e in exprs for m in fields.finditer(e) if int(m.group(1)) in packed)
-    return read
+    found = [(int(m.group(1)), m.group(2)) for e in exprs for m in fields.finditer(e)]
+    return [read.get(builder, set()) | {name for i, name in found if i in packed.get(builder, set())}
+            for builder, _ in builders]
 
 
-def test_every_column_the_member_rows_carry_is_read_by_the_job(spark: Any, samples_corpus: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def uncut(spark: Any, samples_corpus: Path) -> Iterator[tuple[mine.Plan, list[set[str]]]]:
+    """The job's plan over the samples, with the columns read from each of its caches: planned and walked once for
+    the tests below (each plan of the whole job costs tens of seconds of the driver's planning, and the walk
+    thousands of py4j calls)."""
     # the handoffs' checkpoints end a plan where they stand (handoff._cut): read through them, as the job's data does
-    monkeypatch.setattr(handoff, "_cut", lambda df: df)
-    p = mine.plan(spark, samples_corpus)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(handoff, "_cut", lambda df: df)
+        p = mine.plan(spark, samples_corpus)
+        try:
+            read = _columns_read(spark, p)
+        except BaseException:
+            p.release()
+            raise
     try:
-        read = _columns_read(spark, p)
-        assert not set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) & set(p.rows.columns)
-        assert sorted(set(p.rows.columns) - read) == []
-        assert PACKED in read  # and what is cached of them: the struct of the sparse ones
-        # and the walk found the readers: the rules' columns and the state's
-        assert {"owned_before", "ends_life", "minOffset", "context", "max_gen"} <= read
+        yield p, read
     finally:
         p.release()
+
+
+def test_every_column_the_member_rows_carry_is_read_by_the_job(uncut: tuple[mine.Plan, list[set[str]]]) -> None:
+    p, by_cache = uncut
+    read = by_cache[1]  # the member rows' cache
+    assert not set(ownership.NOT_READ + ownership.STATE_ONLY + ownership.CONTEXT) & set(p.rows.columns)
+    assert sorted(set(p.rows.columns) - read) == []
+    assert PACKED in read  # and what is cached of them: the struct of the sparse ones
+    # and the walk found the readers: the rules' columns and the state's
+    assert {"owned_before", "ends_life", "minOffset", "context", "max_gen"} <= read
 
 
 def test_every_column_the_cached_corpus_carries_is_read_by_the_job(spark: Any, samples_corpus: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   uncut: tuple[mine.Plan, list[set[str]]]) -> None:
     # the corpus cache (group_generations over the repartition) is the job's largest: a column no frame reads is
     # shuffled, sorted and cached for nothing (count was, until h25-ab); mine.CORPUS_NOT_READ drops those
-    monkeypatch.setattr(handoff, "_cut", lambda df: df)
-    p = mine.plan(spark, samples_corpus)
-    try:
-        assert {"max_gen", PACKED} <= set(p.cached[0].columns)  # the corpus cache, whose readers are walked
-        read = _columns_read(spark, p, 0)
-        assert not set(mine.CORPUS_NOT_READ) & set(p.events.columns)
-        assert set(mine.CORPUS_NOT_READ) <= set(mine.load(spark, samples_corpus).columns)  # a name the corpus has
-        assert sorted(set(p.events.columns) - read) == []
-        assert PACKED in read
-        # the walk found readers of the corpus cache beyond the member rows' builder: the coordinator's columns
-        assert {"max_gen", "members", "member_count"} <= read
-    finally:
-        p.release()
+    p, by_cache = uncut
+    assert {"max_gen", PACKED} <= set(p.cached[0].columns)  # the corpus cache, whose readers are walked
+    read = by_cache[0]
+    assert not set(mine.CORPUS_NOT_READ) & set(p.events.columns)
+    assert set(mine.CORPUS_NOT_READ) <= set(mine.load(spark, samples_corpus).columns)  # a name the corpus has
+    assert sorted(set(p.events.columns) - read) == []
+    assert PACKED in read
+    # the walk found readers of the corpus cache beyond the member rows' builder: the coordinator's columns
+    assert {"max_gen", "members", "member_count"} <= read
 
 
 def test_the_columns_member_rows_drops_are_in_the_corpus(spark: Any, samples_corpus: Path) -> None:

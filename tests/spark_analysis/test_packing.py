@@ -11,9 +11,11 @@ struct only when it reads a packed column.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -47,22 +49,35 @@ def test_a_row_with_none_set_and_a_row_with_one_set_unpack_as_they_were(spark: A
         packed.unpersist()
 
 
-def test_the_caches_hold_the_struct_and_the_readers_the_columns(spark: Any, samples_corpus: Path) -> None:
-    p = mine.plan(spark, samples_corpus)
+@pytest.fixture(scope="module")
+def uncut(spark: Any, samples_corpus: Path) -> Iterator[mine.Plan]:
+    """The job's plan over the samples, planned once for the tests below (each plan of the whole job costs tens of
+    seconds of the driver's planning). The handoffs' checkpoint (handoff._cut) is left out, so that a reader's plan
+    is read through it; it is the last frame mine.plan builds, over every cache: the caches and the frames the
+    readers get are those of the job."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(handoff, "_cut", lambda df: df)
+        p = mine.plan(spark, samples_corpus)
     try:
-        corpus_cache, rows_cache = p.cached[0], p.cached[1]
-        for cache, packed in ((corpus_cache, mine.CORPUS_PACKED), (rows_cache, ownership.ROWS_PACKED)):
-            assert not set(packed) & set(cache.columns)
-            field = cache.schema[PACKED].dataType
-            assert isinstance(field, T.StructType) and field.names == list(packed)
-        # what the readers get: the frames as they were before packing, column by column
-        read = mine.load(spark, samples_corpus).drop(*mine.CORPUS_NOT_READ)
-        unpacked = invariants.group_generations(read.repartition("group"))
-        assert _schema(p.events) == _schema(unpacked)
-        assert _schema(p.rows) == _schema(ownership.member_rows(unpacked, None))
-        assert p.origins[1].columns == p.rows.columns  # the profile names the rows' cache by member_rows
+        yield p
     finally:
         p.release()
+
+
+def test_the_caches_hold_the_struct_and_the_readers_the_columns(spark: Any, samples_corpus: Path,
+                                                                uncut: mine.Plan) -> None:
+    p = uncut
+    corpus_cache, rows_cache = p.cached[0], p.cached[1]
+    for cache, packed in ((corpus_cache, mine.CORPUS_PACKED), (rows_cache, ownership.ROWS_PACKED)):
+        assert not set(packed) & set(cache.columns)
+        field = cache.schema[PACKED].dataType
+        assert isinstance(field, T.StructType) and field.names == list(packed)
+    # what the readers get: the frames as they were before packing, column by column
+    read = mine.load(spark, samples_corpus).drop(*mine.CORPUS_NOT_READ)
+    unpacked = invariants.group_generations(read.repartition("group"))
+    assert _schema(p.events) == _schema(unpacked)
+    assert _schema(p.rows) == _schema(ownership.member_rows(unpacked, None))
+    assert p.origins[1].columns == p.rows.columns  # the profile names the rows' cache by member_rows
 
 
 def _scanned(df: Any) -> list[list[str]]:
@@ -75,23 +90,18 @@ def _scanned(df: Any) -> list[list[str]]:
     return scans
 
 
-def test_readers_scan_the_cache_and_the_struct_only_when_they_read_a_packed_column(spark: Any, samples_corpus: Path,
-                                                                                     monkeypatch: Any) -> None:
-    monkeypatch.setattr(handoff, "_cut", lambda df: df)
-    p = mine.plan(spark, samples_corpus)
-    try:
-        for view, packed in ((p.events, mine.CORPUS_PACKED), (p.rows, ownership.ROWS_PACKED)):
-            dense = next(c for c in view.columns if c not in packed)
-            # no recomputation: the reader's plan is a scan of the cache, and the corpus is read only under it
-            assert _scanned(view.select(dense)) == [[dense]]  # the struct is pruned away
-            assert _scanned(view.select(dense, packed[0])) == [[dense, PACKED]]
-            assert not [n for n in _plan_nodes(view.select(packed[-1]))
-                        if "FileSourceScan" in n.getClass().getSimpleName()]
-        # a reader of a packed column in a filter, as the job's readers are (removals reads the reason of the
-        # coordinator's removals; intervals, cached itself, the lifetimes' ends), and one of a dense column only
-        assert _scanned(invariants.removals(p.events)) == [["group", "line", "member_id", "name", PACKED, "seq",
-                                                            "source", "timestamp"]]
-        assert _scanned(p.rows.filter(F.col("ends_life").isNotNull()).select("seq")) == [[PACKED, "seq"]]
-        assert _scanned(p.rows.filter(F.col("is_new")).select("seq")) == [["is_new", "seq"]]
-    finally:
-        p.release()
+def test_readers_scan_the_cache_and_the_struct_only_when_they_read_a_packed_column(uncut: mine.Plan) -> None:
+    p = uncut
+    for view, packed in ((p.events, mine.CORPUS_PACKED), (p.rows, ownership.ROWS_PACKED)):
+        dense = next(c for c in view.columns if c not in packed)
+        # no recomputation: the reader's plan is a scan of the cache, and the corpus is read only under it
+        assert _scanned(view.select(dense)) == [[dense]]  # the struct is pruned away
+        assert _scanned(view.select(dense, packed[0])) == [[dense, PACKED]]
+        assert not [n for n in _plan_nodes(view.select(packed[-1]))
+                    if "FileSourceScan" in n.getClass().getSimpleName()]
+    # a reader of a packed column in a filter, as the job's readers are (removals reads the reason of the
+    # coordinator's removals; intervals, cached itself, the lifetimes' ends), and one of a dense column only
+    assert _scanned(invariants.removals(p.events)) == [["group", "line", "member_id", "name", PACKED, "seq",
+                                                        "source", "timestamp"]]
+    assert _scanned(p.rows.filter(F.col("ends_life").isNotNull()).select("seq")) == [[PACKED, "seq"]]
+    assert _scanned(p.rows.filter(F.col("is_new")).select("seq")) == [["is_new", "seq"]]
