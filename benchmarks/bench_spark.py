@@ -216,7 +216,7 @@ def spark_core(spark: Any, corpus: Path, out: Path) -> dict[str, int]:
     found.write.mode("overwrite").parquet(str(out / "core.parquet"))
     counts = {r["invariant"]: r["n"] for r in spark.read.parquet(str(out / "core.parquet"))
               .groupBy("invariant").agg(F.count(F.lit(1)).alias("n")).collect()}
-    for df in cached:
+    for df in reversed(cached):  # newest first, as mine.Plan.release says why
         df.unpersist()
     by_kind = {"overlaps": counts.pop("single-owner", 0) + counts.pop("zombie-overlap", 0),
                "rba": counts.pop("revoke-before-assign", 0),
@@ -626,9 +626,9 @@ def profile(corpus: Path, master: str, conf: dict[str, str] | None = None, part:
                     spark.sparkContext.setJobDescription(f"{label}: its columns")
                     parts[-1]["cache_columns_bytes"] = cache_columns(spark, df)
             print(f"profile: {parts[-1]}", flush=True)
-        p.release()
-        for df in kept_rules:
+        for df in reversed(kept_rules):  # they read the plan's caches: dropped first (mine.Plan.release)
             df.unpersist()
+        p.release()
         return {"parts": parts, "jvm_cpu_s": round(_jvm_cpu_s(spark) - cpu_start, 1),
                 "seconds": round(time.monotonic() - started, 1), "load_1min": round(os.getloadavg()[0], 1)}
     finally:
