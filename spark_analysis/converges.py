@@ -47,9 +47,9 @@ from pyspark.sql import functions as F
 
 from spark_analysis.invariants import VIOLATION, finding
 from spark_analysis.membership import REBALANCE, REMOVED, STABLE, STATE, _java
-from spark_analysis.ownership import UNB, UNF, where
+from spark_analysis.ownership import UNB, UNF, assignor_kind, named_protocol, where
 from traces.coordinator_checks import _MEMBERSHIP_REASON, converges_notes
-from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
+from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
 
 SYNCED, OFFSET_COMMIT = "group_synced", "coordinator_offset_commit"
 UNIQUE_GEN = -(1 << 40)  # a race without a generation: a value no other race has (the checker's -1 - len(races))
@@ -161,13 +161,13 @@ def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFr
     m = events.filter(F.col("member").isNotNull() & (F.col("part") == 0))
     left = m.filter(F.col("moved_from").isNotNull()).select(
         F.col("moved_from").alias("group"), "member", F.col("seq").alias("left"))
-    proto, assignor, seq = F.col("protocol"), F.col("assignor"), F.col("seq")
+    assignor, seq = F.col("assignor"), F.col("seq")
     wm = Window.partitionBy("group", "member").orderBy("seq")
     whole = wm.rowsBetween(UNB, UNF)
     named, before = F.col("named"), F.last("named", True).over(wm.rowsBetween(UNB, -1))
     # one Window operator (one spec, no column reading another's), then only the rows that change the protocol and
     # each member's first row go on: the aggregate collecting the changes reads a few rows, not every member row
-    x = m.select("group", "member", "seq", "assignor", F.when(proto.isin(*sorted(PROTOCOLS)), proto).alias("named"))
+    x = m.select("group", "member", "seq", "assignor", named_protocol().alias("named"))
     x = x.select("group", "member", "seq", F.when(
         named.isNotNull() & (before.isNull() | (before != named)), F.struct(seq.alias("s"), named.alias("v")))
         .alias("change"),
@@ -201,9 +201,7 @@ def _member_protocols(events: DataFrame, default_protocol: str | None) -> DataFr
 def _protocol(assignor: Column, members: Column) -> Column:
     """``CoordinatorChecks._bound``'s protocol, as the message words it: the coordinator's assignor, else the
     members' (:func:`_members_protocol`)."""
-    proto = (F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
-             .when(assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")))
-    return F.coalesce(proto, members, F.lit("unknown (the cooperative bound is used)"))
+    return F.coalesce(assignor_kind(assignor), members, F.lit("unknown (the cooperative bound is used)"))
 
 
 def _members_protocol(at: Column | None) -> Column:

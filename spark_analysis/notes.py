@@ -26,9 +26,16 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_analysis.ownership import CONSUMED, OWNERSHIP, RECORD_DATA, commit_entry_ok, commit_ok
+from spark_analysis.ownership import (
+    CONSUMED,
+    OWNERSHIP,
+    RECORD_DATA,
+    assignor_kind,
+    commit_entry_ok,
+    commit_ok,
+    named_protocol,
+)
 from traces.delivery import commits_seen_notes, offsets_seen_notes
-from traces.state import PROTOCOLS
 from traces.trace_notes import consumption_notes, ownership_notes, protocol_notes, subscription_notes
 
 # what each count is (the unchecked rows' ``what``, prefixed "trace-")
@@ -61,8 +68,6 @@ def _as_long(flag: Column) -> Column:
 
 def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_protocol: str | None) -> DataFrame:
     """``group, what, policy, n``: one row per trace set and :data:`WHAT` key (``what`` prefixed "trace-")."""
-    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
-
     name, member = F.col("name"), F.col("member")
     is_member = member.isNotNull()
     first_row = F.col("part") == 0
@@ -72,8 +77,7 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
     def seen(v: Column) -> Column:
         return F.struct(F.col("seq").alias("seq"), F.col("part").alias("part"), v.alias("v"))
 
-    kind = (F.when(F.col("assignor").isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
-            .when(F.col("assignor").isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")))
+    kind = assignor_kind(F.col("assignor"))
     # the checker's _context reads every member event (superseded client-log lines included); its saw["ownership"]
     # counts the callbacks it did not take as context only (_callback_superseded)
     from_events = events.select(
@@ -86,7 +90,7 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
         _as_long(is_member & first_row & F.col("generation").isNotNull()).alias("generation"),
         _as_long(is_member & first_row & commit_ok()).alias("commits"),
         zero.alias("unverified"), zero.alias("first-polls"), zero.alias("no-gap-judged"),
-        F.when(is_member & F.col("protocol").isin(*sorted(PROTOCOLS)), seen(F.col("protocol"))).alias("named"),
+        F.when(is_member & named_protocol().isNotNull(), seen(F.col("protocol"))).alias("named"),
         F.when(is_member & kind.isNotNull(), seen(kind)).alias("by_assignor"))
     # Checker._unowned / _commit_unowned: an entry of a partition not owned, by a member not yet known
     from_rows = rows.filter(F.col("topic").isNotNull() & (name.isin(CONSUMED, RECORD_DATA) | commit_entry_ok())

@@ -102,20 +102,36 @@ def commit_entry_ok() -> Column:
     return commit_ok() & (F.coalesce(F.col("error"), F.lit("")) == "")
 
 
+def named_protocol() -> Column:
+    """The row's ``protocol`` field where it names a protocol (``traces.state.PROTOCOLS``: eager, cooperative and
+    consumer, KIP-848's), else null: what ``Checker._context`` sets ``Member.protocol`` to. The one test for the
+    job's three readers of a member's protocol (:func:`_protocol`, ``notes.counts``, ``converges``), so that none
+    reads fewer values than the checker."""
+    from traces.state import PROTOCOLS
+
+    return F.when(F.col("protocol").isin(*sorted(PROTOCOLS)), F.col("protocol"))
+
+
+def assignor_kind(assignor: Column) -> Column:
+    """``cooperative`` or ``eager`` for an assignor of a known kind (``traces.state``), else null: the protocol the
+    checker takes from a member's first such assignor while it names none (``Checker._context``), and from the
+    coordinator's assignor (``CoordinatorChecks._bound``)."""
+    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS
+
+    return (F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
+            .when(assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")))
+
+
 def _protocol(default_protocol: str | None) -> Column:
     """The checker's ``Member.protocol`` (``Checker._member`` / ``_context``): the last ``protocol`` field, else the
     default (``--protocol``) when one is given, else the kind of the first assignor the member names -- the checker
     reads an assignor only while the member's protocol is unknown, and a default makes it known from the start.
     Every member row counts, those member_rows drops too: the checker's ``_context`` reads them first."""
-    from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS
-
     wm = Window.partitionBy("group", "member").orderBy("seq", "part").rowsBetween(UNB, 0)
     # consumer (KIP-848) counts as a protocol named: a member that goes from eager to consumer is judged by neither
     # the eager nor the cooperative rules from then on, as the checker's Member.protocol is neither
-    named = F.last(F.when(F.col("protocol").isin(*sorted(PROTOCOLS)), F.col("protocol")), True).over(wm)
-    assignor = F.col("assignor")
-    by_assignor = F.first(F.when(assignor.isin(*sorted(COOPERATIVE_ASSIGNORS)), F.lit("cooperative"))
-                          .when(assignor.isin(*sorted(EAGER_ASSIGNORS)), F.lit("eager")), True).over(wm)
+    named = F.last(named_protocol(), True).over(wm)
+    by_assignor = F.first(assignor_kind(F.col("assignor")), True).over(wm)
     return F.coalesce(named, F.lit(default_protocol) if default_protocol is not None else by_assignor)
 
 
