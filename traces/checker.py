@@ -528,14 +528,22 @@ class Checker(CoordinatorChecks, DeliveryChecks):
 
     # ================================================================ ownership
 
-    def _assigned(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+    def _ownership(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> tuple[Member, list[TP], GroupState] | None:
+        """An ownership callback's member, partitions and group, what it says of the member read first
+        (:meth:`_context`); None for a client-log line a callback trace supersedes, which is context only."""
         m, ctx = self._member(src, ev)
         tps = partitions_field(ev)
         self._context(m, ctx, ts, src, line, ev)
         if self._callback_superseded(m, src):
-            return
+            return None
         self.saw["ownership"] += 1
-        gs = self._group(m.group)
+        return m, tps, self._group(m.group)
+
+    def _assigned(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        taken = self._ownership(ts, src, line, ev)
+        if taken is None:
+            return
+        m, tps, gs = taken
         gen = m.generation
         if gen is not None and gen < 0:
             gen = None
@@ -632,13 +640,10 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         self._let_go(ts, src, line, ev, "lost")
 
     def _let_go(self, ts: int, src: int, line: int, ev: dict[str, Any], kind: str) -> None:
-        m, ctx = self._member(src, ev)
-        tps = partitions_field(ev)
-        self._context(m, ctx, ts, src, line, ev)
-        if self._callback_superseded(m, src):
+        taken = self._ownership(ts, src, line, ev)
+        if taken is None:
             return
-        self.saw["ownership"] += 1
-        gs = self._group(m.group)
+        m, tps, gs = taken
         gen = m.generation
         where = self.where(src, line)
         if kind == "revoked" and m.protocol == "cooperative" and gen is not None and gen >= 0 \
