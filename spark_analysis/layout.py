@@ -2,8 +2,9 @@
 
 docs/design.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one row per partition it
 names (``partitions`` of the ownership callbacks and of ``records_consumed``, ``offsets`` of
-``offsets_committed`` and of the broker's ``coordinator_offset_commit``, the stored ``assignment`` of ``coordinator_stable``: one row per member id
-and partition, a member id given nothing one row with ``topic`` null, :func:`_stored`) and one row with ``topic`` null when it names none. The columns keep the trace
+``offsets_committed`` and of the broker's ``coordinator_offset_commit``, the stored ``assignment`` of
+``coordinator_stable``: one row per member id and partition, a member id given nothing one row with ``topic`` null,
+:func:`_stored`) and one row with ``topic`` null when it names none. The columns keep the trace
 format's field names (``minOffset``, ``maxOffset``, ``offset``, ``success``, ...), plus where the
 event came from:
 
