@@ -2,8 +2,9 @@
 
 docs/design.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one row per partition it
 names (``partitions`` of the ownership callbacks and of ``records_consumed``, ``offsets`` of
-``offsets_committed`` and of the broker's ``coordinator_offset_commit``, the stored ``assignment`` of ``coordinator_stable``: one row per member id
-and partition) and one row with ``topic`` null when it names none. The columns keep the trace
+``offsets_committed`` and of the broker's ``coordinator_offset_commit``, the stored ``assignment`` of
+``coordinator_stable``: one row per member id and partition, a member id given nothing one row with ``topic`` null,
+:func:`_stored`) and one row with ``topic`` null when it names none. The columns keep the trace
 format's field names (``minOffset``, ``maxOffset``, ``offset``, ``success``, ...), plus where the
 event came from:
 
@@ -114,7 +115,12 @@ COLUMNS = tuple(SCHEMA.names)
 #   1 (h27-layout): the first number recorded. The columns of SCHEMA, and the context a member says on a client-log
 #     ownership line the job drops carried to its next row (h27-superseded). Corpora written before say no number:
 #     some lack the move or context columns, and none carries that context (the job would miss what it says).
-LAYOUT = 1
+#   2 (h29-notes): a coordinator_stable's rows name a member id only for a stored assignment, every such
+#     assignment's: a member id given nothing has a row of its own (topic null), an assignment of no member one
+#     with member_id "" (_stored). At 1 an empty stored assignment's row named none, as a stable generation's
+#     without one does, and the job did not count it (notes.counts); a stray member_id on a coordinator_stable
+#     event was written on its row.
+LAYOUT = 2
 
 
 def write_input(out: Path, doc: dict[str, Any]) -> None:
@@ -215,6 +221,23 @@ Moved = tuple[str | None, int | None, list[tuple[str, int]] | None, list[tuple[i
 _NOT_MOVED: Moved = (None, None, None, None, None)
 
 
+def _stored(assignment: Any) -> list[tuple[str | None, dict[str, Any]]]:
+    """The rows of a ``coordinator_stable`` event's stored ``assignment`` (per member id, its partitions): one per
+    member id and partition, and one with no partition (``topic`` null) for a member id given nothing, so that every
+    stored assignment leaves rows that name a member id -- an assignment of no member one with ``member_id`` "" (no
+    member id Kafka gives: ``JoinGroupRequest.UNKNOWN_MEMBER_ID``). The checker counts each stored assignment, empty
+    or not, as single-owner checked on the coordinator's view (``CoordinatorChecks._check_stored_assignment``); the
+    job counts the events whose first row names a member id (``notes.counts``). No assignment (a server.log's stable
+    generation): no member id, whatever else the event says."""
+    if not isinstance(assignment, dict):
+        return []
+    rows: list[tuple[str | None, dict[str, Any]]] = []
+    for mid, tps in sorted(assignment.items()):
+        given = [p for p in tps if isinstance(p, dict)] if isinstance(tps, list) else []
+        rows += [(mid, p) for p in given] or [(mid, {})]
+    return rows or [("", {})]
+
+
 class Columns:
     """Rows collected column by column (cheaper than a dict per row), turned into an Arrow table."""
 
@@ -242,9 +265,9 @@ class Columns:
         key = _PARTITION_LISTS.get(name)
         if key is not None:
             parts = [(member_id, p) for p in event.get(key) or () if isinstance(p, dict)]
-        elif name == "coordinator_stable" and isinstance(event.get("assignment"), dict):
-            parts = [(mid, p) for mid, tps in sorted(event["assignment"].items()) for p in tps
-                     if isinstance(p, dict)]
+        elif name == "coordinator_stable":
+            parts = _stored(event.get("assignment"))
+            member_id = None  # the coordinator's: no member's
         elif name == "record_data":
             parts = [(member_id, {"topic": event.get("topic"), "partition": event.get("partition"),
                                   "minOffset": event.get("offset"), "maxOffset": event.get("offset")})]

@@ -84,8 +84,11 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
         F.col("group"), member.alias("member"),
         _as_long(is_member & first_row & name.isin(*OWNERSHIP) & ~(~F.col("jsonl") & F.col("callback")))
         .alias("ownership"),
-        _as_long(((name == "coordinator_stable") & F.col("topic").isNotNull())
-                 | ((name == "coordinator_state") & (F.col("detail") == "member-assignment"))).alias("assignments"),
+        # one per event, as CoordinatorChecks counts them: a stored assignment's rows all name a member id, an empty
+        # one's too (layout._stored); a stable generation without one names none
+        _as_long(first_row & (((name == "coordinator_stable") & F.col("member_id").isNotNull())
+                              | ((name == "coordinator_state") & (F.col("detail") == "member-assignment"))))
+        .alias("assignments"),
         _as_long(is_member & first_row & F.col("subscription").isNotNull()).alias("subscription"),
         _as_long(is_member & first_row & F.col("generation").isNotNull()).alias("generation"),
         _as_long(is_member & first_row & commit_ok()).alias("commits"),

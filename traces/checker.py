@@ -114,8 +114,14 @@ from traces.zombies import OVERLAP, REASONS, USED, words
 # keeps an event whose offset settings equal what the member already has, exactly as the general path would read
 # them (the same string, the same bool object, an int that is an int): the project's own drivers write the offset
 # settings on every poll, and sending each such poll down the general path made the whole check 2.8 times slower
-# (a 1M-event trace, docs/benchmarks.md); any other value, and any subscription, takes the general path
-CONTEXT_KEYS = parser_keys("auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "subscription")
+# (a 1M-event trace, docs/benchmarks.md); any other value, and any subscription, takes the general path. The same for
+# the member's protocol (Member.protocol: the last protocol field that names one, KIP-429's rebalance.protocol as
+# the trace format carries it; while it names none, the first assignor's kind): a poll or commit naming the protocol
+# the member has stays on the hot path -- gen_trace and the conformance Java driver name it on every event, so that
+# stays a compare of an unchanged value -- one naming another, or an assignor while the member's protocol is unknown,
+# takes the general path, which reads it (Checker._context) as the Spark job reads every row's (ownership._protocol)
+CONTEXT_KEYS = parser_keys("auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "subscription",
+                           "protocol", "assignor")
 
 __all__ = ["VIOLATION", "WARNING", "CheckConfig", "Checker", "Finding"]
 
@@ -238,10 +244,11 @@ class Checker(CoordinatorChecks, DeliveryChecks):
 
         ``records_consumed`` and ``offsets_committed`` are most of any trace; their common case
         (a known member of a callback trace, same file, generation, group and member id as its
-        last event) is inlined here and does only dictionary look-ups: one per partition entry in
-        the member's :attr:`~traces.state.Member.fast` index, with keys that are the parser's own
-        ``str`` objects (:func:`~traces.readers.jsonl.parser_keys`). Anything unusual goes to the
-        same handlers as every other event, so both paths judge an event the same way.
+        last event, its offset settings and protocol unchanged where the event names them) is inlined
+        here and does only dictionary look-ups: one per partition entry in the member's
+        :attr:`~traces.state.Member.fast` index, with keys that are the parser's own ``str`` objects
+        (:func:`~traces.readers.jsonl.parser_keys`). Anything unusual goes to the same handlers as
+        every other event, so both paths judge an event the same way.
         """
         dispatch = self._dispatch
         # the keys as locals: in the loop a local is the cheapest name there is
@@ -249,7 +256,7 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         k_partitions, k_topic, k_partition, k_min_offset, k_max_offset = (
             K_PARTITIONS, K_TOPIC, K_PARTITION, K_MIN_OFFSET, K_MAX_OFFSET)
         k_success, k_offsets, k_offset, k_error = K_SUCCESS, K_OFFSETS, K_OFFSET, K_ERROR
-        k_reset, k_auto, k_interval, k_subscription = CONTEXT_KEYS
+        k_reset, k_auto, k_interval, k_subscription, k_protocol, k_assignor = CONTEXT_KEYS
         consumed_name = ev_names.RECORDS_CONSUMED
         committed_name = ev_names.OFFSETS_COMMITTED
         members_get = self.members.get
@@ -288,6 +295,8 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                                               or (ev[k_auto] is True and m.commits_shown is True))) \
                         or (k_interval in ev and (type(ev[k_interval]) is not int
                                                   or ev[k_interval] != m.auto_commit_interval_ms)) \
+                        or ev.get(k_protocol, m.protocol) != m.protocol \
+                        or (m.protocol is None and k_assignor in ev) \
                         or k_subscription in ev:
                     dispatch[name](ts, src, line, ev)
                     continue
@@ -519,14 +528,22 @@ class Checker(CoordinatorChecks, DeliveryChecks):
 
     # ================================================================ ownership
 
-    def _assigned(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+    def _ownership(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> tuple[Member, list[TP], GroupState] | None:
+        """An ownership callback's member, partitions and group, what it says of the member read first
+        (:meth:`_context`); None for a client-log line a callback trace supersedes, which is context only."""
         m, ctx = self._member(src, ev)
         tps = partitions_field(ev)
         self._context(m, ctx, ts, src, line, ev)
         if self._callback_superseded(m, src):
-            return
+            return None
         self.saw["ownership"] += 1
-        gs = self._group(m.group)
+        return m, tps, self._group(m.group)
+
+    def _assigned(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
+        taken = self._ownership(ts, src, line, ev)
+        if taken is None:
+            return
+        m, tps, gs = taken
         gen = m.generation
         if gen is not None and gen < 0:
             gen = None
@@ -623,13 +640,10 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         self._let_go(ts, src, line, ev, "lost")
 
     def _let_go(self, ts: int, src: int, line: int, ev: dict[str, Any], kind: str) -> None:
-        m, ctx = self._member(src, ev)
-        tps = partitions_field(ev)
-        self._context(m, ctx, ts, src, line, ev)
-        if self._callback_superseded(m, src):
+        taken = self._ownership(ts, src, line, ev)
+        if taken is None:
             return
-        self.saw["ownership"] += 1
-        gs = self._group(m.group)
+        m, tps, gs = taken
         gen = m.generation
         where = self.where(src, line)
         if kind == "revoked" and m.protocol == "cooperative" and gen is not None and gen >= 0 \

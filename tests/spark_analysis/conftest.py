@@ -96,11 +96,16 @@ def samples_mined(spark: Any, samples_corpus: Path, tmp_path_factory: pytest.Tem
     return mine.run(spark, samples_corpus, tmp_path_factory.mktemp("samples-mined"), EVERY_HANDOFF)
 
 
+def simulated_corpus(tmp_path_factory: pytest.TempPathFactory, name: str, spec: corpus.CorpusSpec) -> Path:
+    """A corpus of ``spec``'s simulated groups, in a new directory of the run's temporary tree."""
+    out = tmp_path_factory.mktemp(name)
+    corpus.simulate_groups(spec, out, progress=None)
+    return out
+
+
 @pytest.fixture(scope="session")
 def generated_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("generated-corpus")
-    corpus.simulate_groups(GENERATED, out, progress=None)
-    return out
+    return simulated_corpus(tmp_path_factory, "generated-corpus", GENERATED)
 
 
 @pytest.fixture(scope="session")

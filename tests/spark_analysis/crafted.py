@@ -262,6 +262,29 @@ NOTES: dict[str, dict[str, list[dict[str, Any]]]] = {
     "notes-stored-assignment": {
         "c": [ev("coordinator_stable", 100, group="g", generation=1, members=["a-1"], state="Stable",
                  assignor="range", assignment={"a-1": [{"topic": "t", "partition": 0}]})]},
+    # a stored assignment that gives nothing, to one member id ("a-1": []) and to none ({}): single-owner is checked on
+    # the coordinator's view all the same (CoordinatorChecks._check_stored_assignment counts each); beside it a stable
+    # generation with no stored assignment, which a stray member_id does not make one, in a group of its own
+    "notes-stored-assignment-empty": {
+        "c": [ev("coordinator_stable", 100, group="g", generation=1, members=["a-1"], state="Stable",
+                 assignor="range", assignment={"a-1": []})]},
+    "notes-stored-assignment-none": {
+        "c": [ev("coordinator_stable", 100, group="g", generation=1, members=[], state="Stable", assignment={})]},
+    "notes-stored-assignment-absent": {
+        "c": [ev("coordinator_stable", 100, group="g", generation=1, member_count=1, state="Stable",
+                 member_id="a-1")]},
+    # a protocol, or while a member names none an assignor, said only on a poll or commit the checker's hot path would
+    # take (a known member, nothing else changed): Member.protocol is the last protocol named, so a is cooperative when
+    # it is assigned t-1 still owning t-0 (no eager-revoke-all), and b is eager from its poll's range assignor on (its
+    # second assignment is eager-revoke-all); c's commit names eager, and it is counted an eager member
+    "protocol-on-poll": {
+        "a": [_start(protocol="eager"), ev("partitions_assigned", 10, parts=[0], generation=1),
+              consumed(20, 0, 0, 4, protocol="cooperative"), ev("partitions_assigned", 30, parts=[1], generation=2),
+              _stop(40)],
+        "b": [_start(), ev("partitions_assigned", 10, parts=[2], generation=1), consumed(20, 2, 0, 4, assignor="range"),
+              ev("partitions_assigned", 30, parts=[3], generation=2), _stop(40)],
+        "c": [_start(), ev("partitions_assigned", 10, parts=[4], generation=1), consumed(20, 4, 0, 4),
+              committed(25, 4, 5, protocol="eager"), _stop(40)]},
     # both members in generation 2 when b is assigned t-1, which a still owns and revokes only in generation 3: the
     # assignor gave an owned partition to another member of the same generation (ConsumerCoordinator
     # .validateCooperativeAssignment refuses that), revoke-before-assign beside single-owner

@@ -255,6 +255,16 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         == {"no member started a partition with a committed offset (or reset=earliest) known"}
     assert "single-owner" not in {i for i, *_ in trace_notes["crafted-notes-stored-assignment"]}, \
         "a stored assignment is checked on the coordinator's view"
+    # ... one that gives nothing too (the job reads its rows: layout._stored), a stable generation without one is none,
+    # whatever member_id it says; both disagreed before h29-notes
+    assert [n for n in ("empty", "none", "absent")
+            if "single-owner" in {i for i, *_ in trace_notes[f"crafted-notes-stored-assignment-{n}"]}] == ["absent"]
+    # a protocol, or while a member names none an assignor, said only on a poll or commit is read on both sides (the
+    # checker's hot path sends it to the general path): b is eager from its poll on, a cooperative, c eager from its
+    # commit; before h29-notes the checker judged a eager and counted b and c of unknown protocol
+    assert [(k[1], k[3]) for k in expected if k[0].startswith("crafted-protocol-on-poll/")] == \
+        [("eager-revoke-all", ["b"])]
+    assert "eager-revoke-all" not in {i for i, *_ in trace_notes["crafted-protocol-on-poll"]}
     # a line naming a setting the checker does not accept, or a poll, commit or record of the wrong shape, is refused
     # whole by both (crafted.MALFORMED): the findings of each set are the ones of a trace without that line
     assert {(k[0].split("/")[0], k[1]) for k in expected if k[0].startswith("crafted-malformed-")} == {

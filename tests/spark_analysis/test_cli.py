@@ -193,6 +193,22 @@ def test_corpus_lists_files_beside_directories_that_give_nothing_as_ignored(tmp_
     assert info["events"] == checked["input"]["events"]
 
 
+def test_corpus_writes_a_stored_assignment_as_rows_that_name_a_member_id(tmp_path: Path) -> None:
+    """The rows of ``coordinator_stable``: one per member id and partition of its stored assignment, one with topic
+    null for a member id given nothing, one with member_id "" for an assignment of no member -- each a stored
+    assignment the checker counts (single-owner checked on the coordinator's view) -- and for a stable generation
+    without one (a server.log's) no member id, though the event names one."""
+    stable = {"group": "g", "generation": 1, "state": "Stable"}
+    write_jsonl(tmp_path / "set" / "c.jsonl", [
+        ev("coordinator_stable", 1, **stable, assignment={"b-1": [{"topic": "t", "partition": 0}], "a-1": []}),
+        ev("coordinator_stable", 2, **stable, assignment={}),
+        ev("coordinator_stable", 3, **stable, member_count=1, member_id="a-1")])
+    assert main(["corpus", "--from", str(tmp_path / "set"), "--out", str(tmp_path / "corpus")]) == 0
+    rows = pq.read_table(tmp_path / "corpus" / "events").to_pylist()
+    assert [(r["timestamp"], r["part"], r["member_id"], r["topic"], r["partition"]) for r in rows] == [
+        (1, 0, "a-1", None, None), (1, 1, "b-1", "t", 0), (2, 0, "", None, None), (3, 0, None, None, None)]
+
+
 def test_every_corpus_writer_stamps_the_layout(tmp_path: Path) -> None:
     """--from (one run and several) and --groups write the layout number mine reads into input.json."""
     dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
@@ -219,6 +235,7 @@ def _restamped(tmp_path: Path, layout: Any) -> tuple[Path, Path]:
 
 
 OTHER_LAYOUTS = [(..., "layout none: written before groupspec recorded it"), (LAYOUT + 1, f"layout {LAYOUT + 1};"),
+                 (LAYOUT - 1, f"layout {LAYOUT - 1};"),  # the one before: a corpus an older groupspec wrote
                  (0, "layout 0;"), (True, "layout true;"), (str(LAYOUT), f'layout "{LAYOUT}";')]
 
 

@@ -18,15 +18,14 @@ from benchmarks import bench_spark_checker as bench
 from model.mutants import MUTANTS
 from spark_analysis import corpus, layout
 from tests.spark_analysis import crafted
+from tests.spark_analysis.conftest import simulated_corpus
 
 SPEC = corpus.CorpusSpec(groups=20, seed=3, mutant_fraction=0.5, mutants=tuple(sorted(MUTANTS)))
 
 
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("checker-corpus")
-    corpus.simulate_groups(SPEC, out, progress=None)
-    return out
+    return simulated_corpus(tmp_path_factory, "checker-corpus", SPEC)
 
 
 @pytest.fixture(scope="module")

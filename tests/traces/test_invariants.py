@@ -255,6 +255,25 @@ def test_eager_member_joining_a_new_generation_while_owning_is_a_violation(tmp_p
     assert "joined generation 2" in finding["message"]
 
 
+def test_a_protocol_or_assignor_named_on_a_poll_or_commit_is_read(tmp_path: Path) -> None:
+    """Member.protocol is the last protocol a member names (else its first assignor's kind), also when only a poll or
+    a commit the hot path (Checker.run) would take names it: a, eager, polls naming cooperative and is not judged
+    eager after; b names no protocol and polls naming range, which makes it eager; c names eager only on a commit; d
+    names its own protocol on every poll, as the project's drivers do (no change: judged eager)."""
+    report = run_events(tmp_path, {
+        "a": [start(protocol="eager"), ev("partitions_assigned", 10, parts=[0], generation=1),
+              consumed(20, 0, 0, 4, protocol="cooperative"), ev("partitions_assigned", 30, parts=[1], generation=2)],
+        "b": [start(), ev("partitions_assigned", 10, parts=[2], generation=1), consumed(20, 2, 0, 4, assignor="range"),
+              ev("partitions_assigned", 30, parts=[3], generation=2)],
+        "c": [start(), ev("partitions_assigned", 10, parts=[4], generation=1), consumed(20, 4, 0, 4),
+              committed(25, 4, 5, protocol="eager"), ev("partitions_assigned", 30, parts=[5], generation=2)],
+        "d": [start(protocol="eager"), ev("partitions_assigned", 10, parts=[6], generation=1),
+              consumed(20, 6, 0, 4, protocol="eager"), ev("partitions_assigned", 30, parts=[7], generation=2)],
+    })
+    assert sorted(f["members"][0] for f in findings(report, "eager-revoke-all")) == ["b", "c", "d"]
+    assert "eager-revoke-all" not in unchecked(report), "every member's protocol is known"
+
+
 # ------------------------------------------------------------------ cooperative
 
 
