@@ -34,13 +34,14 @@ from typing import Any
 
 from spark_analysis.layout import Columns, Moved, write_input, write_part
 from traces.checker import refuse_bad_context
+from traces.coordinator_checks import refuse_bad_coordinator
 from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
 from traces.merge import merged
 from traces.readers import JSONL_FORMATS
 from traces.runs import require_events, shared_member_text, shared_members, stray_files
 from traces.runs import split as split_runs
-from traces.schema import BAD_FIELD, BadField, InputStats, int_field, partitions_field
+from traces.schema import BAD_FIELD, BadField, InputStats, partitions_field
 from traces.state import COOPERATIVE_ASSIGNORS, EAGER_ASSIGNORS, PROTOCOLS, MemberContext
 
 GROUP_FAULTS = ("crash", "restart", "stall", "leave", "join", "subscribe", "add_partitions", "move_coordinator",
@@ -533,7 +534,9 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
                 # (the generation among it) is what _MemberGroups reads
                 ctx = refuse_bad_context(event)
             else:
-                int_field(event, "generation")
+                # the checker refuses a coordinator event with any field its handler reads of the wrong shape before
+                # it changes anything (CoordinatorChecks._coord_group): never a row the job reads
+                refuse_bad_coordinator(event)
             if name in ("partitions_assigned", "partitions_revoked", "partitions_lost"):
                 partitions_field(event)
         except BadField as exc:

@@ -120,7 +120,11 @@ COLUMNS = tuple(SCHEMA.names)
 #     with member_id "" (_stored). At 1 an empty stored assignment's row named none, as a stable generation's
 #     without one does, and the job did not count it (notes.counts); a stray member_id on a coordinator_stable
 #     event was written on its row.
-LAYOUT = 2
+#   3 (h29-coord): no row of a coordinator event the checker refuses (a field its handler reads of the wrong shape:
+#     traces.coordinator_checks.refuse_bad_coordinator), and input.json counts it a bad-field line. At 2 such an event
+#     was written (a stored assignment with a bad entry, a removal without a member id, an event of group 7 in the
+#     default group) and the job read it where the checker had refused it.
+LAYOUT = 3
 
 
 def write_input(out: Path, doc: dict[str, Any]) -> None:

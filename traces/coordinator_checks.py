@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 from model import events as ev_names
+from traces.readers.jsonl import commit_field_error
 from traces.schema import TP, BadField, int_field, partitions_field, tp_label
 from traces.state import (
     COOPERATIVE_ASSIGNORS,
@@ -55,6 +56,106 @@ CONVERGES_UNJUDGED = ("{n} run(s) of rebalances longer than the bound were not j
 # them in a trace, the invariants judged from the coordinator's view alone are not checked at all.
 COORDINATOR_EVENTS = (ev_names.COORDINATOR_REBALANCE, ev_names.COORDINATOR_STABLE, ev_names.COORDINATOR_MEMBER_REMOVED,
                       ev_names.COORDINATOR_STATE, ev_names.COORDINATOR_OFFSET_COMMIT)
+
+
+# ---------------------------------------------------------------- what a coordinator event's fields may be
+#
+# Every field a coordinator event's handler reads is checked before the handler changes anything (refuse_bad_coordinator):
+# a line refused is a bad-field and nothing else (docs/check.md, "Input that cannot be used"), never a group counted as
+# coordinator-seen, its generation or state moved, or a stored assignment counted as single-owner checked, by the part
+# of it before the wrong field. One function per shape of fields; each event type names the shapes it carries.
+
+
+def _text_fields(ev: dict[str, Any], *keys: str) -> None:
+    """Optional names and words (group, state, reason, ...): absent, null or a string."""
+    for key in keys:
+        value = ev.get(key)
+        if value is not None and not isinstance(value, str):
+            raise BadField(f"{key} is not a string: {value!r:.40}")
+
+
+def _group_context(ev: dict[str, Any]) -> None:
+    """What every coordinator event may say of its group (read by CoordinatorChecks._coord_group)."""
+    _text_fields(ev, "group", "state", "assignor")
+    int_field(ev, "generation")
+
+
+def _stable_membership(ev: dict[str, Any]) -> None:
+    """A stable generation's members (names), or only their number, and the assignment the coordinator stored: per
+    member id, a list of topic-partitions (what _coord_stable and _check_stored_assignment read)."""
+    members = ev.get("members")
+    if members is not None and (not isinstance(members, list) or not all(isinstance(m, str) for m in members)):
+        raise BadField("members is not a list of member ids")
+    int_field(ev, "member_count")
+    assignment = ev.get("assignment")
+    if assignment is None:
+        return
+    if not isinstance(assignment, dict):
+        raise BadField(f"assignment is not an object of member ids: {assignment!r:.40}")
+    for member_id in assignment:
+        try:
+            partitions_field(assignment, member_id)
+        except BadField as exc:
+            raise BadField(f"assignment of member {exc}") from None
+
+
+def _removed_member(ev: dict[str, Any]) -> None:
+    """The member the coordinator removed (its id: _coord_removed records the removal under it) and why."""
+    member_id = ev.get("member_id")
+    if not isinstance(member_id, str) or not member_id:
+        raise BadField("coordinator_member_removed without a member_id")
+    _text_fields(ev, "reason", "instance_id")
+
+
+def _member_assignment(ev: dict[str, Any]) -> None:
+    """A KIP-848 member's new assignment (``detail`` member-assignment, read by _kip848_assignment): its member id,
+    the partitions it is given and the ones it has still to revoke."""
+    if ev.get("detail") != "member-assignment":
+        return
+    if not isinstance(ev.get("member_id"), str):
+        raise BadField("member assignment without member_id")
+    partitions_field(ev)
+    partitions_field(ev, "pending_revocation")
+
+
+def _broker_offsets(ev: dict[str, Any]) -> None:
+    """The offsets the coordinator took: an ``offsets_committed``'s list (the jsonl reader's check of those), which
+    must be there (DeliveryChecks._coord_offset_commit reads each entry's topic, partition and offset)."""
+    if not isinstance(ev.get("offsets"), list):
+        raise BadField("offsets is not a list")
+    error = commit_field_error(ev)
+    if error is not None:
+        raise BadField(error)
+
+
+def _rebalance_words(ev: dict[str, Any]) -> None:
+    """Why the group rebalanced and under which protocol (read by _coord_rebalance)."""
+    _text_fields(ev, "reason", "protocol")
+
+
+def _state_detail(ev: dict[str, Any]) -> None:
+    """What changed, when not the state alone (read by _coord_state)."""
+    _text_fields(ev, "detail")
+
+
+_SHAPES = {
+    ev_names.COORDINATOR_REBALANCE: (_group_context, _rebalance_words),
+    ev_names.COORDINATOR_STABLE: (_group_context, _stable_membership),
+    ev_names.COORDINATOR_MEMBER_REMOVED: (_group_context, _removed_member),
+    ev_names.COORDINATOR_STATE: (_group_context, _state_detail, _member_assignment),
+    ev_names.COORDINATOR_OFFSET_COMMIT: (_group_context, _broker_offsets),
+}
+
+
+def refuse_bad_coordinator(ev: dict[str, Any]) -> None:
+    """:class:`BadField` for a coordinator event with a field of the wrong shape (any its handler reads), before the
+    checker changes anything (``CoordinatorChecks._coord_group``, every handler's first step); ``groupspec corpus
+    --from`` refuses the same lines by the same function (spark_analysis.corpus), so the job never reads a row of
+    one."""
+    for shape in _SHAPES[ev["name"]]:
+        shape(ev)
+
+
 COORDINATOR_ONLY = ("converges", "static-rejoin")
 NO_COORDINATOR = "needs the coordinator's view: a broker server.log or coordinator_* events"
 
@@ -78,7 +179,6 @@ def converges_notes(kip848: bool, unjudged: int) -> list[dict[str, Any]]:
     return out
 
 
-
 class CoordinatorChecks(CheckerParts):
     """The handlers of ``coordinator_*`` events (mixed into the checker)."""
 
@@ -89,10 +189,9 @@ class CoordinatorChecks(CheckerParts):
     converges_unjudged: int  # streaks beyond the bound the trace could not judge (see _confirm_tentative)
 
     def _coord_group(self, ev: dict[str, Any], ts: int, src: int, line: int) -> GroupState:
-        group = ev.get("group")
-        if group is not None and not isinstance(group, str):
-            raise BadField(f"group is not a string: {group!r:.40}")
-        gs = self._group(group or self.config.default_group)
+        """The event's group, once every field of the event is known good (each handler calls this first)."""
+        refuse_bad_coordinator(ev)
+        gs = self._group(ev.get("group") or self.config.default_group)
         gs.coordinator = True
         self.saw["coordinator"] += 1
         gen = int_field(ev, "generation")
@@ -251,9 +350,7 @@ class CoordinatorChecks(CheckerParts):
 
     def _coord_removed(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         gs = self._coord_group(ev, ts, src, line)
-        member_id = ev.get("member_id")
-        if not isinstance(member_id, str) or not member_id:
-            raise BadField("coordinator_member_removed without a member_id")
+        member_id = ev["member_id"]
         reason = _text(ev, "reason") or "removed"
         where = self.where(src, line)
         self.removed[member_id] = (ts, reason, where)
@@ -291,9 +388,7 @@ class CoordinatorChecks(CheckerParts):
             gs.change_pending = True
 
     def _kip848_assignment(self, gs: GroupState, ev: dict[str, Any], ts: int, src: int, line: int) -> None:
-        member_id = ev.get("member_id")
-        if not isinstance(member_id, str):
-            raise BadField("member assignment without member_id")
+        member_id = ev["member_id"]
         assigned = frozenset(partitions_field(ev))
         pending = frozenset(partitions_field(ev, "pending_revocation"))
         self.opportunities["single-owner"] += 1

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.traces.support import committed, consumed, ev, write_jsonl
+from tests.traces.support import committed, consumed, ev, tp, tps, write_jsonl
 
 SAMPLES = Path(__file__).resolve().parents[1] / "traces" / "samples"
 
@@ -358,6 +358,31 @@ MALFORMED: dict[str, dict[str, list[dict[str, Any]]]] = {
               ev("record_data", 32, topic="t", partition=0, offset="6", key=None, value="v"),
               ev("record_data", 33, topic="t", partition=0, offset=6, key=None, value="v"),
               consumed(33, 0, 5, 6), _stop(50)]},
+    # coordinator events with a field of the wrong shape (traces.coordinator_checks.refuse_bad_coordinator), each
+    # refused whole by the checker and not written by the corpus: a removal without a member id between a rebalance
+    # for a member joining and a re-join, so the eager bound is broken (converges; read as a removal, the re-join would
+    # start a new streak)
+    "malformed-coordinator-removal": {
+        "c": [_stable(50, 1, ["a-1", "b-1"], assignor="range"), _rebalance(100, JOINED),
+              ev("coordinator_member_removed", 150, group="g", generation=2, reason="session timeout"),
+              _rebalance(200), _stable(300, 3, ["a-1", "b-1"])]},
+    # a stored assignment giving t-0 to a-1 and b-1 with an entry of topic 7: refused, no single-owner (the checker
+    # found it, then refused the line; the corpus wrote t-0 twice), and the generation after it, whose assignment is
+    # good, is the one single-owner was checked on
+    "malformed-coordinator-assignment": {
+        "c": [_stable(50, 1, ["a-1", "b-1"], assignor="range",
+                      assignment={"a-1": tps(0), "b-1": [tp("t", 0), {"topic": 7, "partition": 0}]}),
+              _rebalance(100, JOINED), _stable(150, 2, ["a-1", "b-1"], assignment={"a-1": tps(0), "b-1": tps(1)})]},
+    # a broker's offsets with an entry of no offset beside t-0 at 9 (the checker took t-0, then refused the line),
+    # a coordinator event of group 7 (the corpus wrote it in the default group) and a rebalance whose reason is no
+    # text, beside a member of g
+    "malformed-coordinator-fields": {
+        "a": [_start(group="g"), ev("partitions_assigned", 10, parts=[0], group="g"), consumed(20, 0, 0, 4, group="g"),
+              _stop(40)],
+        "c": [ev("coordinator_offset_commit", 25, group="g", offsets=[{"topic": "t", "partition": 0, "offset": 9},
+                                                                     {"topic": "t", "partition": 1}]),
+              ev("coordinator_rebalance", 26, group=7, generation=1, reason=JOINED),
+              ev("coordinator_rebalance", 27, group="g", generation=1, reason=["member left"])]},
 }
 
 SETS: dict[str, dict[str, list[dict[str, Any]]]] = {

@@ -265,15 +265,17 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert [(k[1], k[3]) for k in expected if k[0].startswith("crafted-protocol-on-poll/")] == \
         [("eager-revoke-all", ["b"])]
     assert "eager-revoke-all" not in {i for i, *_ in trace_notes["crafted-protocol-on-poll"]}
-    # a line naming a setting the checker does not accept, or a poll, commit or record of the wrong shape, is refused
-    # whole by both (crafted.MALFORMED): the findings of each set are the ones of a trace without that line
+    # a line naming a setting the checker does not accept, a poll, commit or record of the wrong shape, or a coordinator
+    # event with a field of the wrong shape, is refused whole by both (crafted.MALFORMED): the findings of each set are
+    # the ones of a trace without that line
     assert {(k[0].split("/")[0], k[1]) for k in expected if k[0].startswith("crafted-malformed-")} == {
         ("crafted-malformed-setting-assign", "consume-owned-only"),
         ("crafted-malformed-setting-startup", "monotonic-consumption"),
         ("crafted-malformed-setting-poll", "monotonic-consumption"),
         ("crafted-malformed-poll", "monotonic-consumption"),
         ("crafted-malformed-commit", "no-gap"),
-        ("crafted-malformed-record-data", "monotonic-consumption")}
+        ("crafted-malformed-record-data", "monotonic-consumption"),
+        ("crafted-malformed-coordinator-removal", "converges")}
     assert sorted(k[3] for k in expected if k[0].startswith("crafted-malformed-poll/")) == [["a"], ["b"]]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
@@ -303,8 +305,10 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
     """``corpus --from`` refuses a line exactly where ``groupspec check`` does, per reason, with the same first
     locations and words (docs/check.md, "Input that cannot be used"), and counts the events it used as the checker
     counts them (a refused line is none): on every sample and crafted set, among them settings the checker does not
-    accept on a startup, an assignment and a poll, and polls, commits and records of the wrong shape (crafted.MALFORMED).
-    No Spark."""
+    accept on a startup, an assignment and a poll, polls, commits and records of the wrong shape, and coordinator events
+    with a field of the wrong shape (crafted.MALFORMED). The job reports these counts as written (input.malformed,
+    input.malformed_per_file: mine.run reads them from input.json), so comparing them here compares the job's. No
+    Spark."""
     refused = {}
     for name, path in sample_sets.items():
         doc = corpus.from_traces([str(path)], tmp_path / name, progress=None)
@@ -313,11 +317,17 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
         assert doc["events"] == report["events"], name
         shown = min(len(doc["skipped_examples"]), len(report["skipped_examples"]))
         assert doc["skipped_examples"][:shown] == report["skipped_examples"][:shown], name
+        # per file (the job's input.malformed_per_file), where the checker's examples list every line it refused
+        if sum(report["skipped"].values()) == len(report["skipped_examples"]):
+            per_file: dict[str, Counter[str]] = {}
+            for e in report["skipped_examples"]:
+                per_file.setdefault(e["where"].rsplit(":", 1)[0], Counter())[e["reason"]] += 1
+            assert doc["skipped_per_file"] == {k: dict(v) for k, v in sorted(per_file.items())}, name
         refused[name] = [e["detail"].split(": ", 1)[1].split(" ")[0] for e in report["skipped_examples"]
                          if e["reason"] == "bad-field"]
     assert {f"crafted-{n}" for n in crafted.MALFORMED} <= {n for n, r in refused.items() if r}
     assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset",
-            "topic", "offset"} <= \
+            "topic", "offset", "coordinator_member_removed", "assignment", "group", "reason"} <= \
         {r for names in refused.values() for r in names}, refused
 
 
