@@ -95,16 +95,23 @@ def handle_join_group(group: Group, conn: str, request: JoinGroupRequest, fx: Ef
     return join_existing_member(group, conn, request, fx)
 
 
+def _refusal(group: Group, request: JoinGroupRequest) -> Errors | None:
+    """Checks 3 and 4 of the module docstring, with which ``classicGroupJoinNewMember`` and
+    ``classicGroupJoinExistingMember`` both begin: the error to answer, or None to go on."""
+    if group.state is DEAD:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if not supports_protocols(group, request.protocols):
+        return Errors.INCONSISTENT_GROUP_PROTOCOL
+    return None
+
+
 # --- no member id: a new member, or a static member restarting ------------------------------
 
 
 def join_new_member(group: Group, conn: str, request: JoinGroupRequest, fx: Effects) -> Group:
     """``classicGroupJoinNewMember``."""
-    if group.state is DEAD:
-        fx.reply(conn, JoinGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE, member_id=UNKNOWN_MEMBER_ID))
-        return group
-    if not supports_protocols(group, request.protocols):
-        fx.reply(conn, JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID))
+    if (refused := _refusal(group, request)) is not None:
+        fx.reply(conn, JoinGroupResponse(refused, member_id=UNKNOWN_MEMBER_ID))
         return group
     group, new_member_id = generate_member_id(group, client_id_of(conn), request.instance_id)
     if request.instance_id is not None:
@@ -204,11 +211,8 @@ def update_static_member_then_rebalance_or_complete_join(
 def join_existing_member(group: Group, conn: str, request: JoinGroupRequest, fx: Effects) -> Group:
     """``classicGroupJoinExistingMember``."""
     member_id = request.member_id
-    if group.state is DEAD:
-        fx.reply(conn, JoinGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
-        return group
-    if not supports_protocols(group, request.protocols):
-        fx.reply(conn, JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+    if (refused := _refusal(group, request)) is not None:
+        fx.reply(conn, JoinGroupResponse(refused, member_id=member_id))
         return group
     if is_pending_member(group, member_id):
         if request.instance_id is not None:
