@@ -181,15 +181,7 @@ def update_static_member_then_rebalance_or_complete_join(
         unchanged = group.protocol_name == select_protocol(group)
         if unchanged and STATIC_REJOIN_REBALANCES not in fx.mutants:
             leads = is_leader(group, new_member_id)
-            response = JoinGroupResponse(
-                Errors.NONE,
-                generation=group.generation,
-                protocol_name=group.protocol_name,
-                leader=group.leader or "",
-                member_id=new_member_id,
-                members=current_classic_group_members(group) if leads else (),
-                skip_assignment=leads,
-            )
+            response = current_generation_response(group, new_member_id, with_members=leads, skip_assignment=leads)
             # The replaced id (and the new timeouts and subscription) are persisted at once.
             return complete_join_future(store(group), new_member_id, response, fx)
         return maybe_prepare_rebalance_or_complete_join(
@@ -261,8 +253,10 @@ def update_member_then_rebalance_or_complete_join(group: Group, conn: str, reque
     return maybe_prepare_rebalance_or_complete_join(group, f"{reason}; client reason: {join_reason(request)}", fx)
 
 
-def current_generation_response(group: Group, member_id: str, *, with_members: bool) -> JoinGroupResponse:
-    """A JoinGroup answered at once with the current generation (no rebalance)."""
+def current_generation_response(group: Group, member_id: str, *, with_members: bool,
+                                skip_assignment: bool = False) -> JoinGroupResponse:
+    """A JoinGroup answered at once with the current generation (no rebalance); ``skip_assignment``
+    for a static leader replaced in Stable (KIP-814)."""
     return JoinGroupResponse(
         Errors.NONE,
         generation=group.generation,
@@ -270,4 +264,5 @@ def current_generation_response(group: Group, member_id: str, *, with_members: b
         leader=group.leader or "",
         member_id=member_id,
         members=current_classic_group_members(group) if with_members else (),
+        skip_assignment=skip_assignment,
     )
