@@ -390,12 +390,11 @@ def _induction(prover: Prover, mutants: frozenset[str], f: Frame | None = None,
     prover.valid("initiation: the initial state satisfies the invariant", invariant(f.s, f.cfg),
                  [f.cfg.wellformed(), initial(f.s)])
     solver = prover.incremental(f.premises)
-    frame = f  # the steps' relations and the step property are over this one frame
 
     def relation(a: Action) -> Any:
-        return a.relation(frame.s, frame.t, frame.cfg, frame.k, frame.x, frame.y, mutants)
+        return a.relation(f.s, f.t, f.cfg, f.k, f.x, f.y, mutants)
 
-    across = None if step_property is None else (step_property[0], partial(step_property[1], frame))
+    across = None if step_property is None else (step_property[0], partial(step_property[1], f))
     return consecution(prover, solver, ACTIONS, relation, invariant(f.t, f.cfg), "preserves the invariant", across)
 
 

@@ -79,12 +79,11 @@ def _induction(prover: Prover, names: Sequence[str], mutants: frozenset[str],
     prover.valid("initiation: the initial state satisfies " + ", ".join(names), group, [pm.initial(f.s)])
     post = z3.And([INVARIANTS[n].build(f.t) for n in names])
     solver = prover.incremental(f.pre)  # the inductive hypothesis, asserted once
-    frame = f  # the steps' relations and the step property are over this one frame
 
     def relation(a: pm.Action) -> Any:
-        return a.relation(frame.s, frame.t, frame.k, frame.c, None, mutants)
+        return a.relation(f.s, f.t, f.k, f.c, None, mutants)
 
-    across = None if step_property is None else (step_property[0], partial(step_property[1], frame))
+    across = None if step_property is None else (step_property[0], partial(step_property[1], f))
     broken = consecution(prover, solver, pm.ACTIONS, relation, post, "preserves them", across)
     if keep is not None:
         keep.append(solver)
