@@ -71,6 +71,19 @@ class SyncGroupRequest:
         return bool(self.assigned_members)
 
 
+MAX_FRAME_BYTES = 100 * 1024 * 1024  # a size beyond this is a stream out of step, not a frame
+
+
+async def read_frame(reader: asyncio.StreamReader, what: str) -> tuple[bytes, bytes]:
+    """One Kafka frame off the stream: (its int32 size prefix as read, the frame after it), so that
+    the proxy forwards the very bytes it read."""
+    size_bytes = await reader.readexactly(4)
+    (size,) = struct.unpack(">i", size_bytes)
+    if size < 0 or size > MAX_FRAME_BYTES:
+        raise ProtocolError(f"{what} frame size {size}")
+    return size_bytes, await reader.readexactly(size)
+
+
 def request_header(frame: bytes) -> tuple[int, int, int]:
     """(api key, api version, correlation id) of a request frame (without its size prefix)."""
     head = wire.request_head(frame)
@@ -246,11 +259,7 @@ class SyncGroupProxy:
         """Forward response frames unchanged; decode those that answer a group request."""
         try:
             while True:
-                size_bytes = await reader.readexactly(4)
-                (size,) = struct.unpack(">i", size_bytes)
-                if size < 0 or size > 100 * 1024 * 1024:
-                    raise ProtocolError(f"response frame size {size}")
-                frame = await reader.readexactly(size)
+                size_bytes, frame = await read_frame(reader, "response")
                 self._record_response(conn, pending, frame)
                 writer.write(size_bytes + frame)
                 await writer.drain()
@@ -291,11 +300,7 @@ class SyncGroupProxy:
     async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: int,
                         pending: wire.Correlations) -> None:
         while True:
-            size_bytes = await reader.readexactly(4)
-            (size,) = struct.unpack(">i", size_bytes)
-            if size < 0 or size > 100 * 1024 * 1024:
-                raise ProtocolError(f"request frame size {size}")
-            frame = await reader.readexactly(size)
+            size_bytes, frame = await read_frame(reader, "request")
             sync = self._record_request(conn, pending, frame)
             if sync is not None:
                 self.stats.sync_groups += 1

@@ -24,7 +24,7 @@ membership only, as the proofs see it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -119,13 +119,24 @@ def _name(value: Any, where: str) -> str:
     return value
 
 
-def _topics(value: Any, where: str) -> tuple[str, ...]:
+def _distinct_names(value: Any, where: str, what: str,
+                    check: Callable[[str, str], None] | None = None) -> tuple[str, ...]:
+    """A non-empty list of ``what`` names: each a non-empty string, then each passing ``check``
+    (given the name and where it stands), and none listed twice."""
     if not isinstance(value, list) or not value:
-        raise ScenarioError(where, "expected a non-empty list of topic names")
-    topics = tuple(_name(t, f"{where}[{i}]") for i, t in enumerate(value))
-    if len(set(topics)) != len(topics):
-        raise ScenarioError(where, "lists a topic twice")
-    return topics
+        raise ScenarioError(where, f"expected a non-empty list of {what} names")
+    names = tuple(_name(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if check is not None:
+        for i, n in enumerate(names):
+            check(n, f"{where}[{i}]")
+    if len(set(names)) != len(names):
+        article = "an" if what[0] in "aeiou" else "a"
+        raise ScenarioError(where, f"lists {article} {what} twice")
+    return names
+
+
+def _topics(value: Any, where: str) -> tuple[str, ...]:
+    return _distinct_names(value, where, "topic")
 
 
 def _member(value: Any, where: str) -> str:
@@ -135,15 +146,13 @@ def _member(value: Any, where: str) -> str:
     return name
 
 
+def _known_assignor(name: str, where: str) -> None:
+    if name not in ASSIGNORS:
+        raise ScenarioError(where, f'unknown assignor "{name}"; known: {", ".join(ASSIGNORS)}')
+
+
 def _assignors(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value:
-        raise ScenarioError(where, "expected a non-empty list of assignor names")
-    names = tuple(_name(a, f"{where}[{i}]") for i, a in enumerate(value))
-    for i, n in enumerate(names):
-        if n not in ASSIGNORS:
-            raise ScenarioError(f"{where}[{i}]", f'unknown assignor "{n}"; known: {", ".join(ASSIGNORS)}')
-    if len(set(names)) != len(names):
-        raise ScenarioError(where, "lists an assignor twice")
+    names = _distinct_names(value, where, "assignor", _known_assignor)
     try:
         mb.rebalance_protocol(names)
     except ValueError as exc:

@@ -45,6 +45,8 @@ from conformance.drivers.common import (
     DriverArgs,
     EventWriter,
     StopFlag,
+    log_to_stderr,
+    option_value,
     parse_args,
     startup_fields,
     tps,
@@ -58,25 +60,10 @@ ASSIGNORS = {
     "roundrobin": RoundRobinPartitionAssignor,
     "sticky": StickyPartitionAssignor,
 }
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def configure_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    logging.getLogger("aiokafka").setLevel(logging.INFO)
-    logging.getLogger("aiokafka.consumer.group_coordinator").setLevel(logging.DEBUG)
-
-
-def _option_value(value: str) -> Any:
-    if value.lstrip("-").isdigit():
-        return int(value)
-    if value in ("true", "false"):
-        return value == "true"
-    return value
+    log_to_stderr({"aiokafka": logging.INFO, "aiokafka.consumer.group_coordinator": logging.DEBUG})
 
 
 class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -121,7 +108,7 @@ class Driver:
         if self.args.max_poll_interval_ms is not None:
             conf["max_poll_interval_ms"] = self.args.max_poll_interval_ms
         for key, value in self.args.client_option:
-            conf[key] = _option_value(value)
+            conf[key] = option_value(value)
         consumer = AIOKafkaConsumer(**conf)
         self.consumer = consumer
         failed = False

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any
@@ -56,6 +58,8 @@ __all__ = [
 ]
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+# The Python clients' log lines as traces.readers.kafka_python_log reads them (time first).
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def now_ms() -> int:
@@ -260,3 +264,27 @@ def startup_fields(args: DriverArgs) -> dict[str, Any]:
     """Fields of ``startup_complete``: the topics subscribed to (``subscription``, which the trace
     checker reads for ``subscribed-only``) and the pid, to match a trace to its process and log."""
     return {"subscription": sorted(args.topics), "pid": os.getpid()}
+
+
+def log_to_stderr(levels: Mapping[str, int], keep: Callable[[logging.LogRecord], bool] | None = None) -> None:
+    """A Python client's own log on stderr (the file the parent keeps): WARNING and up from everything,
+    and the client's loggers at ``levels``; ``keep``, when given, drops the records it refuses."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    if keep is not None:
+        handler.addFilter(keep)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def option_value(value: str) -> Any:
+    """The value of a ``--client-option KEY=VALUE`` for a Python client: a whole number, true / false,
+    or the text as given."""
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value in ("true", "false"):
+        return value == "true"
+    return value

@@ -57,6 +57,8 @@ from conformance.drivers.common import (
     DriverArgs,
     EventWriter,
     StopFlag,
+    log_to_stderr,
+    option_value,
     parse_args,
     startup_fields,
     tps,
@@ -77,7 +79,6 @@ except ImportError:
 else:
     ASSIGNORS["cooperative-sticky"] = CooperativeStickyAssignor
 DEFAULT_API_VERSION = (2, 3, 0)
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 # kafka-python logs this at DEBUG on every poll() while a rebalance is in progress (hundreds of
@@ -94,25 +95,14 @@ def _not_poll_spam(record: logging.LogRecord) -> bool:
 
 
 def configure_logging() -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    handler.addFilter(_not_poll_spam)
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    logging.getLogger("kafka").setLevel(logging.INFO)
-    logging.getLogger("kafka.coordinator").setLevel(logging.DEBUG)
-    logging.getLogger("kafka.coordinator.heartbeat").setLevel(logging.INFO)
+    log_to_stderr({"kafka": logging.INFO, "kafka.coordinator": logging.DEBUG, "kafka.coordinator.heartbeat": logging.INFO},
+                  keep=_not_poll_spam)
 
 
 def _option_value(key: str, value: str) -> Any:
     if key == "api_version":
         return None if value == "auto" else tuple(int(x) for x in value.split("."))
-    if value.lstrip("-").isdigit():
-        return int(value)
-    if value in ("true", "false"):
-        return value == "true"
-    return value
+    return option_value(value)
 
 
 def client_config(args: DriverArgs) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The member order every client-side assignor uses.
+"""The member order every client-side assignor uses, and the member map range and roundrobin start from.
 
 ``AbstractPartitionAssignor.MemberInfo.compareTo`` (clients/.../consumer/internals/
 AbstractPartitionAssignor.java): members with a ``group.instance.id`` come first, ordered by
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from model.types import Subscription
+from model.types import Subscription, TopicPartition
 
 
 def java_string_key(s: str) -> bytes:
@@ -30,3 +30,16 @@ def member_order_key(sub: Subscription) -> tuple[int, bytes, bytes]:
 
 def sorted_members(subscriptions: Iterable[Subscription]) -> list[Subscription]:
     return sorted(subscriptions, key=member_order_key)
+
+
+def empty_assignment(subscriptions: Iterable[Subscription]) -> dict[str, list[TopicPartition]]:
+    """Every member with nothing assigned yet, as ``RangeAssignor.assignPartitions`` and
+    ``RoundRobinAssignor.assign`` begin (``assignment.put(memberId, new ArrayList<>())`` for each key of
+    the subscriptions). Kafka's subscriptions are a map keyed by member id, so a member id cannot come
+    twice; a list given here that repeats one is refused rather than silently merged."""
+    assignment: dict[str, list[TopicPartition]] = {}
+    for sub in subscriptions:
+        if sub.member_id in assignment:
+            raise ValueError(f"member id {sub.member_id!r} appears twice; Kafka keys subscriptions by member id")
+        assignment[sub.member_id] = []
+    return assignment

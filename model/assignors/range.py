@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
-from model.assignors.order import sorted_members
+from model.assignors.order import empty_assignment, sorted_members
 from model.mutants import validate
 from model.types import GroupAssignment, Subscription, TopicPartition
 
@@ -116,11 +116,7 @@ def assign(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subs
     """
     validate(mutants)
     ceil_quota = MUTANT_CEIL_QUOTA in mutants
-    assignment: dict[str, list[TopicPartition]] = {}
-    for sub in subscriptions:
-        if sub.member_id in assignment:
-            raise ValueError(f"member id {sub.member_id!r} appears twice; Kafka keys subscriptions by member id")
-        assignment[sub.member_id] = []
+    assignment = empty_assignment(subscriptions)
 
     per_topic = consumers_per_topic(subscriptions)
     for topic in sorted(per_topic):

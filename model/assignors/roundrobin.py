@@ -50,7 +50,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
-from model.assignors.order import java_string_key, sorted_members
+from model.assignors.order import empty_assignment, java_string_key, sorted_members
 from model.assignors.range import topic_partitions
 from model.mutants import validate
 from model.types import GroupAssignment, Subscription, TopicPartition
@@ -93,11 +93,7 @@ def assign(partitions_per_topic: Mapping[str, int], subscriptions: Sequence[Subs
     """``RoundRobinAssignor.assign`` (see the module docstring for the slicing argument)."""
     validate(mutants)
     reset_per_topic = MUTANT_RESET_PER_TOPIC in mutants
-    assignment: dict[str, list[TopicPartition]] = {}
-    for sub in subscriptions:
-        if sub.member_id in assignment:
-            raise ValueError(f"member id {sub.member_id!r} appears twice; Kafka keys subscriptions by member id")
-        assignment[sub.member_id] = []
+    assignment = empty_assignment(subscriptions)
 
     members = sorted_members(subscriptions)
     member_ids = [m.member_id for m in members]

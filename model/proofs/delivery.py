@@ -72,6 +72,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import z3
@@ -81,7 +82,7 @@ from model import system as sy
 from model.consumption import POSITION_IGNORES_COMMITTED, log_end
 from model.messages import Errors, OffsetCommitRequest, OffsetFetchResponse
 from model.proofs.core import Obligation, Outcome, RunConfig, obligation, outcome
-from model.proofs.solver import Prover, Query
+from model.proofs.solver import Prover, Query, consecution
 from model.records import summarize, totals
 from model.scenario import Scenario, parse
 from model.system_run import simulate
@@ -388,22 +389,13 @@ def _induction(prover: Prover, mutants: frozenset[str], f: Frame | None = None,
     f = f or _frame()
     prover.valid("initiation: the initial state satisfies the invariant", invariant(f.s, f.cfg),
                  [f.cfg.wellformed(), initial(f.s)])
-    broken: list[str] = []
     solver = prover.incremental(f.premises)
-    post = invariant(f.t, f.cfg)
-    for a in ACTIONS:
-        solver.push()
-        solver.add(a.relation(f.s, f.t, f.cfg, f.k, f.x, f.y, mutants))
-        prover.valid_in(solver, f"consecution: {a.name} preserves the invariant", post)
-        if prover.last.result != "unsat":
-            broken.append(a.name)
-        if step_property is not None:
-            label, prop = step_property
-            prover.valid_in(solver, f"step property ({label}) across {a.name}", prop(f, a))
-            if prover.last.result != "unsat" and a.name not in broken:
-                broken.append(a.name)
-        solver.pop()
-    return broken
+
+    def relation(a: Action) -> Any:
+        return a.relation(f.s, f.t, f.cfg, f.k, f.x, f.y, mutants)
+
+    across = None if step_property is None else (step_property[0], partial(step_property[1], f))
+    return consecution(prover, solver, ACTIONS, relation, invariant(f.t, f.cfg), "preserves the invariant", across)
 
 
 def _invariant_facts(steps: bool = False) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import z3
@@ -43,7 +44,7 @@ import z3
 from model.proofs import protocol_model as pm
 from model.proofs.core import Obligation, Outcome, RunConfig, obligation, outcome
 from model.proofs.protocol_invariants import INVARIANTS
-from model.proofs.solver import Prover
+from model.proofs.solver import Prover, consecution
 
 
 @dataclass
@@ -77,21 +78,13 @@ def _induction(prover: Prover, names: Sequence[str], mutants: frozenset[str],
     group = z3.And([INVARIANTS[n].build(f.s) for n in names])
     prover.valid("initiation: the initial state satisfies " + ", ".join(names), group, [pm.initial(f.s)])
     post = z3.And([INVARIANTS[n].build(f.t) for n in names])
-    broken: list[str] = []
     solver = prover.incremental(f.pre)  # the inductive hypothesis, asserted once
-    for a in pm.ACTIONS:
-        rel = a.relation(f.s, f.t, f.k, f.c, None, mutants)
-        solver.push()
-        solver.add(rel)
-        prover.valid_in(solver, f"consecution: {a.name} preserves them", post)
-        if prover.last.result != "unsat":
-            broken.append(a.name)
-        if step_property is not None:
-            label, prop = step_property
-            prover.valid_in(solver, f"step property ({label}) across {a.name}", prop(f, a))
-            if prover.last.result != "unsat":
-                broken.append(a.name)
-        solver.pop()
+
+    def relation(a: pm.Action) -> Any:
+        return a.relation(f.s, f.t, f.k, f.c, None, mutants)
+
+    across = None if step_property is None else (step_property[0], partial(step_property[1], f))
+    broken = consecution(prover, solver, pm.ACTIONS, relation, post, "preserves them", across)
     if keep is not None:
         keep.append(solver)
     return broken

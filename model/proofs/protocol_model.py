@@ -538,6 +538,14 @@ def start(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
         }))
 
 
+def _process_ends(s: State, k: Z) -> dict[str, Any]:
+    """What every end of incarnation k's process changes (crash, close, die): it is not alive, owns
+    nothing, and no answer to it is read any more (member._die / close give its partitions up)."""
+    f = z3.BoolVal(False)
+    return {"alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns),
+            "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp), "crsp": at(k, CR_NONE, s.crsp)}
+
+
 @action("crash", "fault",
         "a process dies without a word (MemberCrashes, the crash half of MemberRestarts, or a fatal error): "
         "it owns nothing any more; its queued requests are dropped, and answers to it are never read")
@@ -546,9 +554,8 @@ def crash(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
     return z3.And(
         s.alive(k),
         frame(s, t, {
-            "alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns),
+            **_process_ends(s, k),
             "jreq": at(k, f, s.jreq), "sreq": at(k, f, s.sreq), "lreq": at(k, f, s.lreq), "creq": at(k, f, s.creq),
-            "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp), "crsp": at(k, CR_NONE, s.crsp),
         }))
 
 
@@ -565,16 +572,13 @@ def close_commit(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]
         "dynamic member that is in the group, and the process ends; its queued requests still go out "
         "(member.close)")
 def close(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
-    f = z3.BoolVal(False)
     leave = z3.And(s.cst(k) != UNJOINED, s.hasId(k), z3.Not(s.static(k)))
     return z3.And(
         s.alive(k), z3.Or(z3.Not(_auto_commit(s, k)), s.pcDone(k)),  # close-commit first, and its answer
         frame(s, t, {
-            "crsp": at(k, CR_NONE, s.crsp),
-            "alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns),
+            **_process_ends(s, k),
             "lreq": at(k, z3.Or(s.lreq(k), leave), s.lreq),
             "jFirst": at(k, z3.If(z3.And(leave, z3.Not(s.lreq(k))), s.jreq(k), s.jFirst(k)), s.jFirst),
-            "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp),
             **_reset(s, k, z3.BoolVal(False)),
         }))
 
@@ -583,12 +587,9 @@ def close(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
         "poll() throws a fatal error (FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL, ...): partitions lost, "
         "the process ends without leaving; requests already queued still go out (member._die)")
 def die(s: State, t: State, k: Z, c: Z, n: Any, mutants: frozenset[str]) -> Z:
-    f = z3.BoolVal(False)
     return z3.And(
         s.alive(k),
-        frame(s, t, {"alive": at(k, f, s.alive), "owns": at2(k, lambda p: f, s.owns), "fut": at(k, F_NONE, s.fut),
-                     "jrsp": at(k, JR_NONE, s.jrsp), "srsp": at(k, SR_NONE, s.srsp), "crsp": at(k, CR_NONE, s.crsp),
-                     "cst": at(k, UNJOINED, s.cst)}))
+        frame(s, t, {**_process_ends(s, k), "fut": at(k, F_NONE, s.fut), "cst": at(k, UNJOINED, s.cst)}))
 
 
 # ---- coordinator: requests ------------------------------------------------------------------------

@@ -17,10 +17,10 @@ in the sense the model needs: no I/O and no clock; Z3's own timeout is a solver 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import z3
 
@@ -143,6 +143,39 @@ class Prover:
     @property
     def last(self) -> Query:
         return self.queries[-1]
+
+
+class Step(Protocol):
+    """A micro-step of a symbolic model: named in every query about it."""
+
+    @property
+    def name(self) -> str: ...
+
+
+S = TypeVar("S", bound=Step)
+
+
+def consecution(prover: Prover, solver: Any, steps: Iterable[S], relation: Callable[[S], Any], post: Any,
+                preserves: str, step_property: tuple[str, Callable[[S], Any]] | None = None) -> list[str]:
+    """The consecution half of an induction: on ``solver``, which holds the inductive hypothesis,
+    each step's ``relation`` must lead to ``post`` (the invariant in the post-state), and to the
+    step property when one is given. Returns the names of the steps that break either, each once.
+    Each query is named ``consecution: <step> <preserves>`` / ``step property (<label>) across
+    <step>``, the names the proof report shows."""
+    broken: list[str] = []
+    for step in steps:
+        solver.push()
+        solver.add(relation(step))
+        prover.valid_in(solver, f"consecution: {step.name} {preserves}", post)
+        if prover.last.result != "unsat":
+            broken.append(step.name)
+        if step_property is not None:
+            label, prop = step_property
+            prover.valid_in(solver, f"step property ({label}) across {step.name}", prop(step))
+            if prover.last.result != "unsat" and step.name not in broken:
+                broken.append(step.name)
+        solver.pop()
+    return broken
 
 
 def model_int(model: Any, term: Any) -> int:

@@ -74,8 +74,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from traces.readers.logtime import java_tp_list, leading_timestamp, looks_like_log
-from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
+from traces.readers.logtime import java_tp_list, keyword_lines, looks_like_log
+from traces.schema import UNPARSED_LOG_LINE, InputStats, Located, Source
 
 FORMAT = "broker-log"
 
@@ -376,24 +376,8 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
     seq = 0
     produced = 0
-    last_ts: int | None = None
     state: dict[str, Any] = {}
-    keywords = _KEYWORDS
-    for n, line in text_lines(source, stats):
-        if not any(k in line for k in keywords):
-            stats.ignored += 1
-            ts_found = leading_timestamp(line, source.naive_offset_ms)
-            if ts_found is not None:
-                last_ts = ts_found[0]
-            continue
-        found = leading_timestamp(line, source.naive_offset_ms)
-        if found is not None:
-            last_ts, start = found
-        else:
-            start = 0
-        if last_ts is None:
-            stats.skip(source, n, NO_TIMESTAMP, line[:80])
-            continue
+    for n, line, last_ts, start in keyword_lines(source, stats, _KEYWORDS):
         text = message_of(line, start)
         try:
             events = parse_message(text, state)

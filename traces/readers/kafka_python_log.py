@@ -33,8 +33,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from traces.readers.logtime import leading_timestamp
-from traces.schema import NO_TIMESTAMP, UNPARSED_LOG_LINE, InputStats, Located, Source, text_lines
+from traces.readers.logtime import keyword_lines
+from traces.schema import UNPARSED_LOG_LINE, InputStats, Located, Source
 
 FORMAT = "kafka-python-log"
 
@@ -64,18 +64,8 @@ def read(source: Source, stats: InputStats) -> Iterator[Located]:
     src = source.index
     seq = 0
     produced = 0
-    last_ts: int | None = None
     ctx: dict[str, Any] = {"member": source.member, "protocol": "eager"}
-    for n, line in text_lines(source, stats):
-        found = leading_timestamp(line, source.naive_offset_ms)
-        if found is not None:
-            last_ts = found[0]
-        if not any(k in line for k in _KEYWORDS):
-            stats.ignored += 1
-            continue
-        if last_ts is None:
-            stats.skip(source, n, NO_TIMESTAMP, line[:80])
-            continue
+    for n, line, last_ts, _ in keyword_lines(source, stats, _KEYWORDS):
         event: dict[str, Any] | None = None
         try:
             if (hit := _JOINED.search(line)) is not None:

@@ -1,4 +1,5 @@
-"""What the log readers share: the timestamp at the start of a log line, and Kafka's partition lists.
+"""What the log readers share: the timestamp at the start of a log line, the lines worth reading with
+their time, and Kafka's partition lists.
 
 Timestamps. Kafka's log4j pattern (``config/log4j2.yaml`` in 4.x, ``log4j.properties`` before:
 ``[%d] %p %m (%c)%n``) prints ``[2025-01-31 12:00:00,123]``; Python's ``logging`` prints
@@ -19,9 +20,10 @@ them with ``Utils.join``). Topic names may contain ``-``, so the partition is af
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
-from traces.schema import TP
+from traces.schema import NO_TIMESTAMP, TP, InputStats, Source, text_lines
 
 _TS = re.compile(
     r"\[?(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,9}))?"
@@ -80,6 +82,26 @@ def leading_timestamp(line: str, naive_offset_ms: int | None = None) -> tuple[in
         digits = zone[1:].replace(":", "")
         ms += sign * (int(digits[:2]) * 60 + int(digits[2:4])) * 60_000
     return ms, m.end()
+
+
+def keyword_lines(source: Source, stats: InputStats, keywords: Sequence[str]) -> Iterator[tuple[int, str, int, int]]:
+    """The lines of a text log that contain one of ``keywords``, each with its time: ``(line number,
+    line, epoch ms, where the message starts after the timestamp)``. Every line's leading timestamp
+    counts, keyword or not; a line without one (a continuation of the line above) takes the last one
+    seen and its message starts at 0. A line without a keyword is counted ignored; a keyword line
+    before any timestamp is skipped as NO_TIMESTAMP."""
+    last_ts: int | None = None
+    for n, line in text_lines(source, stats):
+        found = leading_timestamp(line, source.naive_offset_ms)
+        if found is not None:
+            last_ts = found[0]
+        if not any(k in line for k in keywords):
+            stats.ignored += 1
+            continue
+        if last_ts is None:
+            stats.skip(source, n, NO_TIMESTAMP, line[:80])
+            continue
+        yield n, line, last_ts, (0 if found is None else found[1])
 
 
 def looks_like_log(lines: list[str]) -> bool:

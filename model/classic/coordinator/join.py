@@ -95,16 +95,23 @@ def handle_join_group(group: Group, conn: str, request: JoinGroupRequest, fx: Ef
     return join_existing_member(group, conn, request, fx)
 
 
+def _refusal(group: Group, request: JoinGroupRequest) -> Errors | None:
+    """Checks 3 and 4 of the module docstring, with which ``classicGroupJoinNewMember`` and
+    ``classicGroupJoinExistingMember`` both begin: the error to answer, or None to go on."""
+    if group.state is DEAD:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if not supports_protocols(group, request.protocols):
+        return Errors.INCONSISTENT_GROUP_PROTOCOL
+    return None
+
+
 # --- no member id: a new member, or a static member restarting ------------------------------
 
 
 def join_new_member(group: Group, conn: str, request: JoinGroupRequest, fx: Effects) -> Group:
     """``classicGroupJoinNewMember``."""
-    if group.state is DEAD:
-        fx.reply(conn, JoinGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE, member_id=UNKNOWN_MEMBER_ID))
-        return group
-    if not supports_protocols(group, request.protocols):
-        fx.reply(conn, JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID))
+    if (refused := _refusal(group, request)) is not None:
+        fx.reply(conn, JoinGroupResponse(refused, member_id=UNKNOWN_MEMBER_ID))
         return group
     group, new_member_id = generate_member_id(group, client_id_of(conn), request.instance_id)
     if request.instance_id is not None:
@@ -174,15 +181,7 @@ def update_static_member_then_rebalance_or_complete_join(
         unchanged = group.protocol_name == select_protocol(group)
         if unchanged and STATIC_REJOIN_REBALANCES not in fx.mutants:
             leads = is_leader(group, new_member_id)
-            response = JoinGroupResponse(
-                Errors.NONE,
-                generation=group.generation,
-                protocol_name=group.protocol_name,
-                leader=group.leader or "",
-                member_id=new_member_id,
-                members=current_classic_group_members(group) if leads else (),
-                skip_assignment=leads,
-            )
+            response = current_generation_response(group, new_member_id, with_members=leads, skip_assignment=leads)
             # The replaced id (and the new timeouts and subscription) are persisted at once.
             return complete_join_future(store(group), new_member_id, response, fx)
         return maybe_prepare_rebalance_or_complete_join(
@@ -204,11 +203,8 @@ def update_static_member_then_rebalance_or_complete_join(
 def join_existing_member(group: Group, conn: str, request: JoinGroupRequest, fx: Effects) -> Group:
     """``classicGroupJoinExistingMember``."""
     member_id = request.member_id
-    if group.state is DEAD:
-        fx.reply(conn, JoinGroupResponse(Errors.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
-        return group
-    if not supports_protocols(group, request.protocols):
-        fx.reply(conn, JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+    if (refused := _refusal(group, request)) is not None:
+        fx.reply(conn, JoinGroupResponse(refused, member_id=member_id))
         return group
     if is_pending_member(group, member_id):
         if request.instance_id is not None:
@@ -257,8 +253,10 @@ def update_member_then_rebalance_or_complete_join(group: Group, conn: str, reque
     return maybe_prepare_rebalance_or_complete_join(group, f"{reason}; client reason: {join_reason(request)}", fx)
 
 
-def current_generation_response(group: Group, member_id: str, *, with_members: bool) -> JoinGroupResponse:
-    """A JoinGroup answered at once with the current generation (no rebalance)."""
+def current_generation_response(group: Group, member_id: str, *, with_members: bool,
+                                skip_assignment: bool = False) -> JoinGroupResponse:
+    """A JoinGroup answered at once with the current generation (no rebalance); ``skip_assignment``
+    for a static leader replaced in Stable (KIP-814)."""
     return JoinGroupResponse(
         Errors.NONE,
         generation=group.generation,
@@ -266,4 +264,5 @@ def current_generation_response(group: Group, member_id: str, *, with_members: b
         leader=group.leader or "",
         member_id=member_id,
         members=current_classic_group_members(group) if with_members else (),
+        skip_assignment=skip_assignment,
     )
