@@ -618,7 +618,7 @@ class Monitor:
     _ongoing: set[tuple[str, tuple[str, ...], tuple[TopicPartition, ...]]] = field(default_factory=set)
     _assigned: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
     _revoked: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
-    _must_revoke: dict[str, bool] = field(default_factory=dict)  # eager conn -> assigned since last revoke
+    _must_revoke: dict[str, bool] = field(default_factory=dict)  # eager conn -> assigned something since last revoke
     _static: dict[str, _StaticCheck] = field(default_factory=dict)
     _told_stale: set[str] = field(default_factory=set)  # conns answered a fencing error while owning
     _rejections: dict[str, _Rejection] = field(default_factory=dict)  # conn -> its rejected generation
@@ -745,7 +745,11 @@ class Monitor:
                 continue
             m = sy.running_member(after, member) or sy.running_member(before, member)
             conn = m.conn if m is not None else member
-            if name == ev.PARTITIONS_ASSIGNED and e.get("protocol") == "eager":
+            if name == ev.PARTITIONS_ASSIGNED and e.get("protocol") == "eager" and ev.partitions_of(e):
+                # Only an assignment of something obliges a callback: a member whose generation was reset (a
+                # poll timeout's LeaveGroup, a fencing error) and that owns nothing rejoins with none, since
+                # ConsumerCoordinator.onJoinPrepare calls onPartitionsLost only for a non-empty set (its
+                # valid-generation eager path calls onPartitionsRevoked, empty or not)
                 self._must_revoke[conn] = True
             elif name in (ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST, ev.SHUTDOWN_COMPLETE):
                 self._must_revoke.pop(conn, None)

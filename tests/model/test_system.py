@@ -133,6 +133,26 @@ def test_a_stalled_member_past_max_poll_interval_leaves_and_its_partitions_are_l
     assert out.failed() == []
 
 
+def test_a_stalled_member_that_owns_nothing_rejoins_with_no_callback_and_breaks_no_rule() -> None:
+    """One partition, two eager members: b is given nothing, stalls past max.poll.interval.ms, leaves and
+    rejoins. ConsumerCoordinator.onJoinPrepare (Kafka 4.1.1) calls onPartitionsLost after a reset generation
+    only for a non-empty set, so b writes no callback before its JoinGroup; owning nothing, it revoked
+    everything it owned (the monitor flagged eager-revoke-all here until 2026-11-28)."""
+    steps = [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE),
+             {"at": 10000, "do": "stall", "member": "b", "for_ms": 40000}]
+    out = run_doc(scenario({"t": 1}, steps, 80000))
+    assert out.owned("a") == tps("t-0") and out.owned("b") == frozenset()
+    left = out.named(ev.COORDINATOR_MEMBER_REMOVED, since=10000)
+    assert left[0]["reason"] == "left" and left[0]["timestamp"] == 40000
+    rejoined = [e["timestamp"] for e in out.named(ev.GROUP_JOINED, "b") if e["timestamp"] > 40000]
+    assert rejoined, "b rejoins after its stall"
+    let_go = [e for e in out.events if e.get("member") == "b" and e["timestamp"] > 10000
+              and e["name"] in (ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST) and e["timestamp"] <= rejoined[0]]
+    assert let_go == []  # no callback: it owned nothing
+    assert out.monitor.violations == []
+    assert out.failed() == []
+
+
 def test_a_crashed_member_is_expired_after_the_session_timeout() -> None:
     steps = [join(0, "a", ["t"], RANGE), join(0, "b", ["t"], RANGE), {"at": 5000, "do": "crash", "member": "b"}]
     out = run_doc(scenario({"t": 4}, steps, 30000))
