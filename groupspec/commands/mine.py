@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         # a count given here wins over the one mine.plan would fit to the corpus, also in a running session that
         # was left to fit it (docs/mining.md, "Large corpora")
         conf.setdefault(FROM_CORPUS, "false")
+    if not args.corpus.exists():
+        # said apart from "not a corpus": a mistyped path is the likelier mistake, and its fix another
+        raise InputError("no such directory; name a corpus written by groupspec corpus --out DIR",
+                         source=str(args.corpus))
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))
