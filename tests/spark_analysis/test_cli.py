@@ -111,6 +111,9 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     assert {v["invariant"] for v in data["violations"]} == {"single-owner", "consume-owned-only"}
     assert data["input"]["events"] == checker["input"]["events"]
     assert data["input"]["malformed"] == {"invalid-json": 1}
+    summary = data["analytics"]["pause_summary"]
+    assert set(summary) == {"count", "min", "50%", "max"} and isinstance(summary["count"], int)
+    assert all(v is None or isinstance(v, int) for v in summary.values())  # numbers, not Spark's strings
     assert spark.read.parquet(str(out / "violations.parquet")).count() == len(data["violations"])
     page = (out / "mine.html").read_text()
     assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
