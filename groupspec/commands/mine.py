@@ -46,6 +46,22 @@ def spark_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
+def start_failure(master: str, exc: Exception) -> str:
+    """The one line that says why Spark did not start on ``master``.
+
+    A Py4JJavaError's first line names only the call that failed ("An error occurred while calling
+    None.org.apache.spark.sql.classic.SparkSession."); the Java exception is on the line after it, prefixed ": ".
+    A standalone master that does not answer shows only as a context stopped while it started (Spark's
+    StandaloneAppClient gives up after its registration retries and stops it), so the hint names the likely cause."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    cause = next((line.removeprefix(":").strip() for line in lines[1:] if line.startswith(":")),
+                 lines[0] if lines else type(exc).__name__)
+    hint = ""
+    if master.startswith("spark://"):
+        hint = "; is a master running at that URL and reachable from here? (Spark's log above says what it tried)"
+    return f"cannot start Spark on {master}: {cause}{hint}"
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -83,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         spark = session.build(args.master, extra=conf) if ours else SparkSession.getActiveSession()
     except Exception as exc:  # the JVM did not start: infrastructure, exit 2 with one line
-        raise InputError(f"cannot start Spark on {args.master}: {str(exc).splitlines()[0] if str(exc) else exc}") \
-            from None
+        raise InputError(start_failure(args.master, exc)) from None
     # a running session gets the settings for this run only (a static one, such as the driver's memory,
     # cannot change there: Spark says so, and that is the error)
     before: dict[str, str | None] = {}

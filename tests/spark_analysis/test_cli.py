@@ -293,3 +293,34 @@ def test_an_unreadable_input_json_is_refused_and_a_missing_one_let_through(tmp_p
     # no input.json at all: as mine read such a corpus before layouts were recorded (one put together by hand)
     (corpus_dir / "input.json").unlink()
     check_layout(corpus_dir)
+
+
+# what session.build raised (str of the Py4JJavaError) when --master named a port nobody listens on, 127.0.0.1:1
+_UNREACHABLE = ("An error occurred while calling None.org.apache.spark.sql.classic.SparkSession.\n"
+                ": java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext.\n"
+                "This stopped SparkContext was created at:\n\norg.apache.spark.api.java.JavaSparkContext.<init>"
+                "(JavaSparkContext.scala:59)\n")
+
+
+def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyspark.sql import SparkSession
+
+    from groupspec.commands import mine as mine_cmd
+
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+
+    def unreachable(*_: Any, **__: Any) -> Any:
+        raise RuntimeError(_UNREACHABLE)
+
+    # no running session (the suite's is left alone), and the start fails as a master that never answers makes it
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(session, "build", unreachable)
+    assert main(["mine", str(corpus_dir), "--master", "spark://127.0.0.1:1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("groupspec mine: cannot start Spark on spark://127.0.0.1:1: java.lang."
+                              "IllegalStateException: Cannot call methods on a stopped SparkContext.")
+    assert "is a master running at that URL" in err[-1]
+    # a local master gets no such hint: its failures are the JVM's own
+    assert "is a master" not in mine_cmd.start_failure("local[2]", RuntimeError(_UNREACHABLE))
+    assert mine_cmd.start_failure("local[2]", RuntimeError("")) == "cannot start Spark on local[2]: RuntimeError"
