@@ -59,7 +59,7 @@ def start_failure(master: str, exc: Exception) -> str:
     hint = ""
     if master.startswith("spark://"):
         hint = "; is a master running at that URL and reachable from here? (Spark's log above says what it tried)"
-    return f"cannot start Spark on {master}: {cause}{hint}"
+    return f"cannot start Spark on {master}: {cause.rstrip('.') if hint else cause}{hint}"
 
 
 def _say(message: str) -> None:

@@ -319,7 +319,7 @@ def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
     assert main(["mine", str(corpus_dir), "--master", "spark://127.0.0.1:1", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("groupspec mine: cannot start Spark on spark://127.0.0.1:1: java.lang."
-                              "IllegalStateException: Cannot call methods on a stopped SparkContext.")
+                              "IllegalStateException: Cannot call methods on a stopped SparkContext; is a master")
     assert "is a master running at that URL" in err[-1]
     # a local master gets no such hint: its failures are the JVM's own
     assert "is a master" not in mine_cmd.start_failure("local[2]", RuntimeError(_UNREACHABLE))
