@@ -324,3 +324,33 @@ def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
     # a local master gets no such hint: its failures are the JVM's own
     assert "is a master" not in mine_cmd.start_failure("local[2]", RuntimeError(_UNREACHABLE))
     assert mine_cmd.start_failure("local[2]", RuntimeError("")) == "cannot start Spark on local[2]: RuntimeError"
+
+
+@pytest.mark.parametrize("write", [
+    ["--groups", "3", "--seed", "5", "--mutant-fraction", "0.7", "--mutants", "coop-no-withhold,commit-old-generation",
+     "--faults", "crash,stall", "--workers", "1"],
+    ["--groups", "2", "--seed", "1", "--faults", "none", "--mutants", "", "--workers", "1"],
+    ["--from", "{real0}", "{real1}", "--merge-runs"],
+])
+def test_the_command_a_refused_corpus_names_writes_it_again(write: list[str], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The refusal's "Write it again" command, run as given, writes the same rows (its options decide the groups:
+    a simulated corpus's mutants, fraction and faults; a --from corpus's --merge-runs)."""
+    import shlex
+
+    dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
+    old = tmp_path / "old"
+    argv = [a.replace("{real0}", dirs[0]).replace("{real1}", dirs[1]) for a in write]
+    assert main(["corpus", *argv, "--out", str(old)]) == 0
+    info = json.loads((old / "input.json").read_text())
+    info["layout"] = LAYOUT - 1
+    (old / "input.json").write_text(json.dumps(info))
+    with pytest.raises(LayoutError) as refused:
+        check_layout(old)
+    command = str(refused.value).split("Write it again: ", 1)[1]
+    assert command.startswith("groupspec corpus ") and "..." not in command
+    new = tmp_path / "new"
+    again = [str(new) if a == "NEWDIR" else a for a in shlex.split(command)[2:]]
+    assert main(["corpus", *again]) == 0
+    capsys.readouterr()
+    assert pq.read_table(new / "events").equals(pq.read_table(old / "events"))
