@@ -87,6 +87,11 @@ def run(args: argparse.Namespace) -> int:
         check_layout(args.corpus)  # before Spark starts: mine.load checks again, for callers of spark_analysis.mine
     except LayoutError as exc:
         raise InputError(str(exc)) from None
+    if not (args.corpus / "input.json").exists():
+        # mined all the same (docs/mining.md, "The corpus"), but a report that shows no malformed line must not
+        # read as "none": nobody counted them
+        _say(f"mine: warning: {args.corpus} has no input.json: the lines its writer could not use are not known "
+             "(the report's input.malformed is empty, lines and files null); groupspec corpus writes it")
     from pyspark.sql import SparkSession
 
     from groupspec import mine_report

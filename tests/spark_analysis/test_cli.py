@@ -354,3 +354,21 @@ def test_the_command_a_refused_corpus_names_writes_it_again(write: list[str], tm
     assert main(["corpus", *again]) == 0
     capsys.readouterr()
     assert pq.read_table(new / "events").equals(pq.read_table(old / "events"))
+
+
+def test_a_corpus_without_input_json_is_mined_with_a_warning_that_its_lines_were_not_counted(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyspark.sql import SparkSession
+
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+    (corpus_dir / "input.json").unlink()
+
+    def started(*_: Any, **__: Any) -> Any:  # the warning comes before Spark: stop there
+        raise RuntimeError("stopped by the test\n: the warning is said by now")
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(session, "build", started)
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"mine: warning: {corpus_dir} has no input.json: the lines its writer could not use are not known" in err
