@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +47,11 @@ def spark_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
+# the master URLs Spark 4 accepts (SparkContext.createTaskScheduler, SparkSubmit's "Master must either be yarn or
+# start with spark, k8s, or local"): another one only fails after the JVM started, with the gateway's message
+_MASTER = re.compile(r"local(\[[^\]]+\])?|local-cluster\[[^\]]+\]|yarn|(spark|k8s)://.+")
+
+
 def start_failure(master: str, exc: Exception) -> str:
     """The one line that says why Spark did not start on ``master``.
 
@@ -69,6 +75,9 @@ def _say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from spark_analysis.layout import LayoutError, check_layout, part_files
 
+    if not _MASTER.fullmatch(args.master):
+        raise InputError(f"--master {args.master}: not a Spark master URL (local[*], local[N], spark://HOST:PORT, "
+                         "yarn, k8s://...)")
     conf = spark_conf(args.conf)
     if "spark.sql.shuffle.partitions" in conf:
         from spark_analysis.session import FROM_CORPUS

@@ -49,6 +49,8 @@ def test_corpus_from_counts_malformed_lines_per_file_as_the_checker_does(tmp_pat
     (["corpus", "--groups", "3", "--faults", "meteor", "--out", "{tmp}/c"], "unknown fault"),
     (["mine", "{tmp}"], "not a corpus"),
     (["mine", "{tmp}/nosuch"], "nosuch: no such directory"),
+    (["mine", "{tmp}", "--master", "foo"], "--master foo: not a Spark master URL"),
+    (["mine", "{tmp}", "--master", "spark//127.0.0.1:7077"], "not a Spark master URL"),
     (["mine", "{tmp}", "--conf", "spark.driver.memory"], "not KEY=VALUE"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
