@@ -53,6 +53,7 @@ one by one must.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -154,15 +155,30 @@ class LayoutError(ValueError):
 
 def _rewrite_hint(corpus: Path, info: dict[str, Any]) -> str:
     """The command that writes ``corpus`` again, as far as its input.json says what it was written from."""
-    paths = [p for run in info.get("runs") or () if isinstance(run, dict) for p in run.get("paths") or ()]
+    runs = [run for run in info.get("runs") or () if isinstance(run, dict)]
+    paths = [p for run in runs for p in run.get("paths") or ()]
     if paths and all(isinstance(p, str) for p in paths):
-        return f"groupspec corpus --from {' '.join(paths)} --out NEWDIR"
+        # "all inputs" is the label traces.runs.split gives the one run of --merge-runs: without the flag the
+        # same paths are written as one run per directory, other groups ("GROUP @ RUN")
+        merge = " --merge-runs" if len(runs) == 1 and runs[0].get("run") == "all inputs" else ""
+        return f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge} --out NEWDIR"
     try:
         truth = read_truth(corpus)
     except (OSError, ValueError):
         truth = None
     if isinstance(truth, dict) and isinstance(truth.get("groups"), int) and isinstance(truth.get("seed"), int):
-        return f"groupspec corpus --groups {truth['groups']} --seed {truth['seed']} ... --out NEWDIR"
+        # every option that decides the groups (each group's rng is (seed, index), and it draws a mutant only
+        # when there are mutants: corpus.simulate_group), so that the command writes the same groups again
+        options = f"--groups {truth['groups']} --seed {truth['seed']}"
+        fraction, mutants, faults = truth.get("mutant_fraction"), truth.get("mutants"), truth.get("faults")
+        if isinstance(fraction, int | float) and isinstance(mutants, list) and isinstance(faults, list):
+            options += f" --mutant-fraction {fraction}"
+            # no --mutants means every mutant: an empty list must be said, as the empty name list
+            options += f" --mutants {shlex.quote(','.join(map(str, mutants)))}"
+            options += f" --faults {','.join(map(str, faults)) or 'none'}"
+        else:
+            options += " ..."
+        return f"groupspec corpus {options} --out NEWDIR"
     return "groupspec corpus --from TRACES --out NEWDIR (or --groups N for a simulated one)"
 
 

@@ -353,7 +353,7 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
             "rebalances_per_minute": c.per_minute,
             "storms": c.storms,
             "partitions_moved": c.moved,
-            "pause_summary": {r["summary"]: r["pause_ms"] for r in c.pauses},
+            "pause_summary": pause_summary(c.pauses),
             "longest_pauses": c.pause_top,
             "pause_histogram": c.pause_hist,
             "top_groups": [{"group": g, "violations": n} for g, n in per_group.most_common(20)],
@@ -372,6 +372,14 @@ def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig
     if truth is not None:
         report["truth"] = score(truth, {f["group"] for f in violations})
     return report
+
+
+def pause_summary(rows: list[Row]) -> dict[str, int | None]:
+    """The pauses' count, min, median and max in ms as numbers (null when there is no pause).
+
+    ``DataFrame.summary`` gives every statistic as a string, whatever the column's type; mine.json says
+    numbers, so that a reader compares them as numbers ("9061" < "20146" is false as strings)."""
+    return {r["summary"]: None if r["pause_ms"] is None else int(float(r["pause_ms"])) for r in rows}
 
 
 def score(truth: dict[str, Any], flagged: set[str]) -> dict[str, Any]:

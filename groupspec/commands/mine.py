@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +47,27 @@ def spark_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
+# the master URLs Spark 4 accepts (SparkContext.createTaskScheduler, SparkSubmit's "Master must either be yarn or
+# start with spark, k8s, or local"): another one only fails after the JVM started, with the gateway's message
+_MASTER = re.compile(r"local(\[[^\]]+\])?|local-cluster\[[^\]]+\]|yarn|(spark|k8s)://.+")
+
+
+def start_failure(master: str, exc: Exception) -> str:
+    """The one line that says why Spark did not start on ``master``.
+
+    A Py4JJavaError's first line names only the call that failed ("An error occurred while calling
+    None.org.apache.spark.sql.classic.SparkSession."); the Java exception is on the line after it, prefixed ": ".
+    A standalone master that does not answer shows only as a context stopped while it started (Spark's
+    StandaloneAppClient gives up after its registration retries and stops it), so the hint names the likely cause."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    cause = next((line.removeprefix(":").strip() for line in lines[1:] if line.startswith(":")),
+                 lines[0] if lines else type(exc).__name__)
+    hint = ""
+    if master.startswith("spark://"):
+        hint = "; is a master running at that URL and reachable from here? (Spark's log above says what it tried)"
+    return f"cannot start Spark on {master}: {cause.rstrip('.') if hint else cause}{hint}"
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -53,6 +75,9 @@ def _say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from spark_analysis.layout import LayoutError, check_layout, part_files
 
+    if not _MASTER.fullmatch(args.master):
+        raise InputError(f"--master {args.master}: not a Spark master URL (local[*], local[N], spark://HOST:PORT, "
+                         "yarn, k8s://...)")
     conf = spark_conf(args.conf)
     if "spark.sql.shuffle.partitions" in conf:
         from spark_analysis.session import FROM_CORPUS
@@ -60,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         # a count given here wins over the one mine.plan would fit to the corpus, also in a running session that
         # was left to fit it (docs/mining.md, "Large corpora")
         conf.setdefault(FROM_CORPUS, "false")
+    if not args.corpus.exists():
+        # said apart from "not a corpus": a mistyped path is the likelier mistake, and its fix another
+        raise InputError("no such directory; name a corpus written by groupspec corpus --out DIR",
+                         source=str(args.corpus))
     if not args.corpus.is_dir() or not part_files(args.corpus):
         raise InputError("not a corpus (no events/part-*.parquet); write one with groupspec corpus",
                          source=str(args.corpus))
@@ -67,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         check_layout(args.corpus)  # before Spark starts: mine.load checks again, for callers of spark_analysis.mine
     except LayoutError as exc:
         raise InputError(str(exc)) from None
+    if not (args.corpus / "input.json").exists():
+        # mined all the same (docs/mining.md, "The corpus"), but a report that shows no malformed line must not
+        # read as "none": nobody counted them
+        _say(f"mine: warning: {args.corpus} has no input.json: the lines its writer could not use are not known "
+             "(the report's input.malformed is empty, lines and files null); groupspec corpus writes it")
     from pyspark.sql import SparkSession
 
     from groupspec import mine_report
@@ -79,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         spark = session.build(args.master, extra=conf) if ours else SparkSession.getActiveSession()
     except Exception as exc:  # the JVM did not start: infrastructure, exit 2 with one line
-        raise InputError(f"cannot start Spark on {args.master}: {str(exc).splitlines()[0] if str(exc) else exc}") \
-            from None
+        raise InputError(start_failure(args.master, exc)) from None
     # a running session gets the settings for this run only (a static one, such as the driver's memory,
     # cannot change there: Spark says so, and that is the error)
     before: dict[str, str | None] = {}

@@ -48,6 +48,9 @@ def test_corpus_from_counts_malformed_lines_per_file_as_the_checker_does(tmp_pat
     (["corpus", "--groups", "3", "--mutants", "no-such-mutant", "--out", "{tmp}/c"], "unknown mutant"),
     (["corpus", "--groups", "3", "--faults", "meteor", "--out", "{tmp}/c"], "unknown fault"),
     (["mine", "{tmp}"], "not a corpus"),
+    (["mine", "{tmp}/nosuch"], "nosuch: no such directory"),
+    (["mine", "{tmp}", "--master", "foo"], "--master foo: not a Spark master URL"),
+    (["mine", "{tmp}", "--master", "spark//127.0.0.1:7077"], "not a Spark master URL"),
     (["mine", "{tmp}", "--conf", "spark.driver.memory"], "not KEY=VALUE"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, tmp_path: Path,
@@ -110,6 +113,9 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     assert {v["invariant"] for v in data["violations"]} == {"single-owner", "consume-owned-only"}
     assert data["input"]["events"] == checker["input"]["events"]
     assert data["input"]["malformed"] == {"invalid-json": 1}
+    summary = data["analytics"]["pause_summary"]
+    assert set(summary) == {"count", "min", "50%", "max"} and isinstance(summary["count"], int)
+    assert all(v is None or isinstance(v, int) for v in summary.values())  # numbers, not Spark's strings
     assert spark.read.parquet(str(out / "violations.parquet")).count() == len(data["violations"])
     page = (out / "mine.html").read_text()
     assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
@@ -289,3 +295,82 @@ def test_an_unreadable_input_json_is_refused_and_a_missing_one_let_through(tmp_p
     # no input.json at all: as mine read such a corpus before layouts were recorded (one put together by hand)
     (corpus_dir / "input.json").unlink()
     check_layout(corpus_dir)
+
+
+# what session.build raised (str of the Py4JJavaError) when --master named a port nobody listens on, 127.0.0.1:1
+_UNREACHABLE = ("An error occurred while calling None.org.apache.spark.sql.classic.SparkSession.\n"
+                ": java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext.\n"
+                "This stopped SparkContext was created at:\n\norg.apache.spark.api.java.JavaSparkContext.<init>"
+                "(JavaSparkContext.scala:59)\n")
+
+
+def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyspark.sql import SparkSession
+
+    from groupspec.commands import mine as mine_cmd
+
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+
+    def unreachable(*_: Any, **__: Any) -> Any:
+        raise RuntimeError(_UNREACHABLE)
+
+    # no running session (the suite's is left alone), and the start fails as a master that never answers makes it
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(session, "build", unreachable)
+    assert main(["mine", str(corpus_dir), "--master", "spark://127.0.0.1:1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("groupspec mine: cannot start Spark on spark://127.0.0.1:1: java.lang."
+                              "IllegalStateException: Cannot call methods on a stopped SparkContext; is a master")
+    assert "is a master running at that URL" in err[-1]
+    # a local master gets no such hint: its failures are the JVM's own
+    assert "is a master" not in mine_cmd.start_failure("local[2]", RuntimeError(_UNREACHABLE))
+    assert mine_cmd.start_failure("local[2]", RuntimeError("")) == "cannot start Spark on local[2]: RuntimeError"
+
+
+@pytest.mark.parametrize("write", [
+    ["--groups", "3", "--seed", "5", "--mutant-fraction", "0.7", "--mutants", "coop-no-withhold,commit-old-generation",
+     "--faults", "crash,stall", "--workers", "1"],
+    ["--groups", "2", "--seed", "1", "--faults", "none", "--mutants", "", "--workers", "1"],
+    ["--from", "{real0}", "{real1}", "--merge-runs"],
+])
+def test_the_command_a_refused_corpus_names_writes_it_again(write: list[str], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The refusal's "Write it again" command, run as given, writes the same rows (its options decide the groups:
+    a simulated corpus's mutants, fraction and faults; a --from corpus's --merge-runs)."""
+    import shlex
+
+    dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
+    old = tmp_path / "old"
+    argv = [a.replace("{real0}", dirs[0]).replace("{real1}", dirs[1]) for a in write]
+    assert main(["corpus", *argv, "--out", str(old)]) == 0
+    info = json.loads((old / "input.json").read_text())
+    info["layout"] = LAYOUT - 1
+    (old / "input.json").write_text(json.dumps(info))
+    with pytest.raises(LayoutError) as refused:
+        check_layout(old)
+    command = str(refused.value).split("Write it again: ", 1)[1]
+    assert command.startswith("groupspec corpus ") and "..." not in command
+    new = tmp_path / "new"
+    again = [str(new) if a == "NEWDIR" else a for a in shlex.split(command)[2:]]
+    assert main(["corpus", *again]) == 0
+    capsys.readouterr()
+    assert pq.read_table(new / "events").equals(pq.read_table(old / "events"))
+
+
+def test_a_corpus_without_input_json_is_mined_with_a_warning_that_its_lines_were_not_counted(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyspark.sql import SparkSession
+
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+    (corpus_dir / "input.json").unlink()
+
+    def started(*_: Any, **__: Any) -> Any:  # the warning comes before Spark: stop there
+        raise RuntimeError("stopped by the test\n: the warning is said by now")
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(session, "build", started)
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"mine: warning: {corpus_dir} has no input.json: the lines its writer could not use are not known" in err
