@@ -120,7 +120,9 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     page = (out / "mine.html").read_text()
     assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
-    assert (out / "mine.md").read_text().startswith("# groupspec mine")
+    md = (out / "mine.md").read_text()
+    assert md.startswith("# groupspec mine")
+    assert "pause" in md and "{'count'" not in md  # the pauses in words, not as a Python dict
 
 
 def test_corpus_merge_runs_writes_every_path_as_one_run(tmp_path: Path) -> None:
