@@ -88,7 +88,7 @@ def document(data: dict[str, Any], max_rows: int = 200) -> Document:
     ]))
     doc.blocks.append(Section("Rebalances", [
         f"{an['rebalances']:,} rebalance(s), {an['partitions_moved']:,} partition move(s), "
-        f"{len(an['storms'])} storm window(s); pauses: {an['pause_summary']}",
+        f"{len(an['storms'])} storm window(s); {_pauses(an['pause_summary'])}",
         "[[plot:rebalances]]", "[[plot:pauses]]",
         Table(["group", "member", "generation", "pause (ms)", "from", "to"],
               [[p["group"], p["member"], p["generation"], p["pause_ms"], p["start"], p["end"]]
@@ -104,6 +104,17 @@ def document(data: dict[str, Any], max_rows: int = 200) -> Document:
         t = data["truth"]
         doc.blocks.append(Section("Against truth.json", [Table(["measure", "value"], [[k, v] for k, v in t.items()])]))
     return doc
+
+
+def _pauses(summary: dict[str, int | None]) -> str:
+    """mine.json's pause_summary in words: "254 pause(s): median 0 ms, shortest 0 ms, longest 20,146 ms"."""
+    count = summary.get("count") or 0
+    if not count:
+        return "no stop-the-world pause"
+    def ms(key: str) -> str:
+        value = summary.get(key)
+        return "?" if value is None else f"{value:,} ms"
+    return f"{count:,} pause(s): median {ms('50%')}, shortest {ms('min')}, longest {ms('max')}"
 
 
 def write(out_dir: Path, data: dict[str, Any]) -> list[Path]:

@@ -383,14 +383,24 @@ def pause_summary(rows: list[Row]) -> dict[str, int | None]:
 
 
 def score(truth: dict[str, Any], flagged: set[str]) -> dict[str, Any]:
-    """Recall over the mutant groups the model's monitor flagged; precision over the clean groups."""
+    """Recall over the mutant groups the model's monitor flagged with an invariant the job judges (``COVERED``);
+    precision over the clean groups (no mutant, nothing flagged). A mutant group the monitor flagged only with
+    invariants the job does not judge (``NOT_COVERED``: properties of one assignment such as ``balanced``, which
+    `groupspec assign` judges, and what no trace carries) is not counted as missed but listed apart with them: no
+    trace can show it, so counting it would make recall say the job missed what it was never given."""
     entries = truth["truth"]
-    target = {g for g, t in entries.items() if t["mutant"] and t["monitor"]}
+    covered = set(COVERED)
+    flagged_by_monitor = {g for g, t in entries.items() if t["mutant"] and t["monitor"]}
+    target = {g for g in flagged_by_monitor if covered & set(entries[g]["monitor"])}
+    beyond = sorted(flagged_by_monitor - target)
     clean = {g for g, t in entries.items() if not t["mutant"] and not t["monitor"]}
     caught = target & flagged
     false = clean & flagged
-    return {"mutant_groups_flagged_by_monitor": len(target), "caught": len(caught),
-            "recall": (len(caught) / len(target)) if target else None, "missed": sorted(target - caught)[:50],
+    return {"mutant_groups_flagged_by_monitor": len(flagged_by_monitor), "judged": len(target),
+            "caught": len(caught), "recall": (len(caught) / len(target)) if target else None,
+            "missed": sorted(target - caught)[:50],
+            "flagged_only_beyond_traces": len(beyond),
+            "beyond_traces": {g: entries[g]["monitor"] for g in beyond[:50]},
             "clean_groups": len(clean), "clean_flagged": sorted(false)[:50],
             "precision_clean": (1 - len(false) / len(clean)) if clean else None,
             "mutant_groups": sum(1 for t in entries.values() if t["mutant"]),

@@ -44,14 +44,16 @@ def _non_negative(text: str) -> int:
     return value
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (`check`'s and `corpus`'s counts)."""
     value = _non_negative(text)
     if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError("must be at least 1: 0")
     return value
 
 
-def _zone(text: str) -> int | None:
+def log_zone(text: str) -> int | None:
+    """An argparse type: ``--log-timezone`` (`check`'s and `corpus --from`'s)."""
     try:
         return parse_zone(text)
     except ValueError as exc:
@@ -72,7 +74,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="write report.json, report.md and report.html (with ownership timelines) into DIR")
     parser.add_argument("--skew-ms", type=_non_negative, default=0, metavar="MS",
                         help="clock skew tolerated between files, in ms (default 0)")
-    parser.add_argument("--log-timezone", type=_zone, default=None, metavar="ZONE",
+    parser.add_argument("--log-timezone", type=log_zone, default=None, metavar="ZONE",
                         help="the zone of log times written without one: local (default), UTC or +HH:MM")
     parser.add_argument("--group", default="default",
                         help="the group of events that name none (VerifiableConsumer output; default 'default')")
@@ -84,11 +86,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--auto-offset-reset", choices=("earliest", "latest", "none"), default=None,
                         help="the consumers' auto.offset.reset when the trace does not say (judges no-gap on a "
                              "partition with no committed offset)")
-    parser.add_argument("--storm-window-ms", type=_positive, default=60_000, metavar="MS",
+    parser.add_argument("--storm-window-ms", type=positive, default=60_000, metavar="MS",
                         help="rebalance storm: window in ms (default 60000)")
-    parser.add_argument("--storm-threshold", type=_positive, default=5, metavar="N",
+    parser.add_argument("--storm-threshold", type=positive, default=5, metavar="N",
                         help="rebalance storm: rebalances within the window (default 5)")
-    parser.add_argument("--max-findings", type=_positive, default=100, metavar="N",
+    parser.add_argument("--max-findings", type=positive, default=100, metavar="N",
                         help="findings kept per invariant; the rest are counted (default 100)")
 
 

@@ -14,7 +14,9 @@ import os
 import shutil
 from pathlib import Path
 
+from groupspec.commands.check import log_zone, positive
 from groupspec.errors import EXIT_OK, InputError
+from traces.readers import FORMATS
 
 NAME = "corpus"
 HELP = "write a Parquet corpus for `groupspec mine`: simulated groups (--groups) or captured traces (--from)"
@@ -30,23 +32,13 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
 def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--groups", type=_count, metavar="N", help="simulate N random groups with the model")
+    source.add_argument("--groups", type=positive, metavar="N", help="simulate N random groups with the model")
     source.add_argument("--from", dest="paths", nargs="+", metavar="PATH",
                         help="trace files or folders (every format groupspec check reads)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the corpus directory to write")
@@ -59,13 +51,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "crash,restart,stall,leave,join,subscribe,add_partitions,move_coordinator,"
                              "fail_coordinator; 'none' for no faults)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="with --groups: the seed (default 0)")
-    parser.add_argument("--workers", type=_count, default=None, metavar="N",
+    parser.add_argument("--workers", type=positive, default=None, metavar="N",
                         help="with --groups: worker processes (default: one per core)")
     parser.add_argument("--merge-runs", action="store_true",
                         help="with --from: every path one run (as groupspec check --merge-runs); by default each "
                              "directory is a run of its own and its groups are written as GROUP @ DIRECTORY")
     parser.add_argument("--group", default="default", metavar="NAME",
                         help="with --from: the group of events that name none (as groupspec check --group)")
+    parser.add_argument("--format", choices=list(FORMATS), default=None,
+                        help="with --from: read every named file with this reader instead of detecting the format "
+                             "(as groupspec check --format)")
+    parser.add_argument("--log-timezone", type=log_zone, default=None, metavar="ZONE",
+                        help="with --from: the zone of log times written without one: local (default), UTC or "
+                             "+HH:MM (as groupspec check --log-timezone)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         from traces.schema import TraceInputError
 
         try:
-            corpus.from_runs(args.paths, args.out, default_group=args.group, merge=args.merge_runs)
+            corpus.from_runs(args.paths, args.out, fmt=args.format, default_group=args.group,
+                             naive_offset_ms=args.log_timezone, merge=args.merge_runs)
         except TraceInputError as exc:
             # what was written before the bad run is no corpus: a later `groupspec mine` must not read it as one
             # (the directory was empty or absent, so all of it is this command's)

@@ -402,6 +402,24 @@ def test_recall_and_precision_against_truth(generated_corpus: Path, generated_mi
     assert clean, "some groups are clean"
     assert not clean & flagged, f"clean groups flagged: {sorted(clean & flagged)}"
     assert generated_mined["truth"]["precision_clean"] == 1.0
+    # mine.json's own score says the same: recall over the groups the monitor flagged with a covered invariant
+    assert generated_mined["truth"]["recall"] == 1.0 and generated_mined["truth"]["judged"] == len(target)
+
+
+def test_recall_counts_apart_what_no_trace_can_show() -> None:
+    """A mutant group the monitor flagged only with an invariant the job does not judge (balanced: one
+    assignment's property) is listed apart, not missed; one flagged with a covered invariant and not caught is."""
+    truth = {"truth": {
+        "g1": {"mutant": "range-ceil-quota", "monitor": ["balanced"]},
+        "g2": {"mutant": "coop-no-withhold", "monitor": ["revoke-before-assign", "single-owner"]},
+        "g3": {"mutant": "position-ignores-committed", "monitor": ["no-gap"]},
+        "g4": {"mutant": None, "monitor": []},
+        "g5": {"mutant": "double-claim-both-keep", "monitor": []}}}
+    got = mine.score(truth, {"g2"})
+    assert got["mutant_groups_flagged_by_monitor"] == 3 and got["judged"] == 2
+    assert got["recall"] == 0.5 and got["missed"] == ["g3"]
+    assert got["flagged_only_beyond_traces"] == 1 and got["beyond_traces"] == {"g1": ["balanced"]}
+    assert got["clean_groups"] == 1 and got["precision_clean"] == 1.0
 
 
 def test_membership_reasons_read_the_same_in_java(spark: Any, samples_corpus: Path) -> None:

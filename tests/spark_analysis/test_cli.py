@@ -120,7 +120,9 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     page = (out / "mine.html").read_text()
     assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
-    assert (out / "mine.md").read_text().startswith("# groupspec mine")
+    md = (out / "mine.md").read_text()
+    assert md.startswith("# groupspec mine")
+    assert "pause" in md and "{'count'" not in md  # the pauses in words, not as a Python dict
 
 
 def test_corpus_merge_runs_writes_every_path_as_one_run(tmp_path: Path) -> None:
@@ -374,3 +376,21 @@ def test_a_corpus_without_input_json_is_mined_with_a_warning_that_its_lines_were
     assert main(["mine", str(corpus_dir), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert f"mine: warning: {corpus_dir} has no input.json: the lines its writer could not use are not known" in err
+
+
+def test_corpus_reads_a_log_with_the_format_and_zone_it_is_told_as_check_does(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`corpus --from` takes check's --format and --log-timezone: a kafka-python log's naive times read at
+    +02:00 are two hours before the same read as UTC, and a log named with another client's reader gives
+    nothing, refused as check refuses it."""
+    log = REAL / "kafka-python-range" / "k1.log"
+    first = {}
+    for zone in ("UTC", "+02:00"):
+        out = tmp_path / f"zone{zone}"
+        assert main(["corpus", "--from", str(log), "--log-timezone", zone, "--out", str(out)]) == 0
+        first[zone] = min(pq.read_table(out / "events").column("timestamp").to_pylist())
+    assert first["UTC"] - first["+02:00"] == 2 * 3600 * 1000
+    capsys.readouterr()
+    assert main(["corpus", "--from", str(log), "--format", "java-consumer-log", "--out", str(tmp_path / "f")]) == 2
+    assert "no event read" in capsys.readouterr().err
+    assert main(["check", str(log), "--format", "java-consumer-log"]) == 2
