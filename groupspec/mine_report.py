@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from groupspec.check_report import delivery_blocks
-from groupspec.render import Document, Section, Table, to_html, to_markdown
+from groupspec.render import Block, Document, Section, Table, to_html, to_markdown
 
 
 def bar_chart(title: str, bars: list[tuple[str, float]], unit: str = "") -> str:
@@ -78,14 +78,7 @@ def document(data: dict[str, Any], max_rows: int = 200) -> Document:
               + [[n["invariant"], n["reason"]] for n in data.get("unchecked", [])],
               caption="not covered by the Spark job, or not judged in part (as groupspec check says)"),
     ]))
-    doc.blocks.append(Section("Input", [
-        Table(["what", "count"], [["events", inp["events"]], ["rows", inp["rows"]], ["groups", inp["groups"]]]
-              + [[f"malformed line: {k}", v] for k, v in sorted(inp["malformed"].items())]
-              + [[f"malformed sequence: {k}", v] for k, v in sorted(inp["malformed_sequences"].items())]),
-        Table(["group", "kind", "count", "first"], [[w["group"], w["kind"], w["count"], w["first"]]
-                                                    for w in data["wellformed"][:max_rows]],
-              caption="malformed sequences (docs/mining.md: what each means and how it is judged)"),
-    ]))
+    doc.blocks.append(Section("Input", _input_blocks(data, max_rows)))
     doc.blocks.append(Section("Rebalances", [
         f"{an['rebalances']:,} rebalance(s), {an['partitions_moved']:,} partition move(s), "
         f"{len(an['storms'])} storm window(s); {_pauses(an['pause_summary'])}",
@@ -104,6 +97,31 @@ def document(data: dict[str, Any], max_rows: int = 200) -> Document:
         t = data["truth"]
         doc.blocks.append(Section("Against truth.json", [Table(["measure", "value"], [[k, v] for k, v in t.items()])]))
     return doc
+
+
+def _input_blocks(data: dict[str, Any], max_rows: int) -> list[Block]:
+    """What was read, and where each line that could not be used is (file, line, why: the corpus's counts,
+    as groupspec check gives them), then the malformed sequences; a table only where it has rows."""
+    inp = data["input"]
+    blocks: list[Block] = [
+        Table(["what", "count"], [["events", inp["events"]], ["rows", inp["rows"]], ["groups", inp["groups"]]]
+              + [[f"malformed line: {k}", v] for k, v in sorted(inp["malformed"].items())]
+              + [[f"malformed sequence: {k}", v] for k, v in sorted(inp["malformed_sequences"].items())])]
+    per_file = inp.get("malformed_per_file") or {}
+    if per_file:
+        blocks.append(Table(["file", "reason", "lines"], [[path, reason, n] for path, counts in sorted(per_file.items())
+                                                           for reason, n in sorted(counts.items())],
+                            caption="lines that could not be used, per file"))
+    examples = inp.get("malformed_examples") or []
+    if examples:
+        blocks.append(Table(["where", "reason", "detail"], [[e["where"], e["reason"], e.get("detail", "")]
+                                                             for e in examples[:max_rows]],
+                            caption="the first of them"))
+    if data["wellformed"]:
+        blocks.append(Table(["group", "kind", "count", "first"], [[w["group"], w["kind"], w["count"], w["first"]]
+                                                                  for w in data["wellformed"][:max_rows]],
+                            caption="malformed sequences (docs/mining.md: what each means and how it is judged)"))
+    return blocks
 
 
 def _pauses(summary: dict[str, int | None]) -> str:

@@ -118,6 +118,7 @@ def test_mine_finds_the_violation_exits_1_and_writes_its_reports(spark: Any, tmp
     assert all(v is None or isinstance(v, int) for v in summary.values())  # numbers, not Spark's strings
     assert spark.read.parquet(str(out / "violations.parquet")).count() == len(data["violations"])
     page = (out / "mine.html").read_text()
+    assert "b.jsonl:5" in page and "this is not json" in page  # where the line that could not be used is
     assert "<svg" in page and "<script" not in page and "http://" not in page.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
     md = (out / "mine.md").read_text()
