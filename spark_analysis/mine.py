@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis import converges as cv
 from spark_analysis import cooperative as co
+from spark_analysis import coordinator_assignments as ca
 from spark_analysis import delivery as dl
 from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
@@ -154,7 +155,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     gaps, first_polls = dl.no_gap(off, rows, iv, own, broker=dl.broker_commits(events), keep=keep)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
-        .unionByName(mb.static_rejoins(events))
+        .unionByName(mb.static_rejoins(events)).unionByName(ca.stored_twice(events))
     converged, converges_unchecked = cv.converges(events, config.default_protocol, keep)
     found = found.unionByName(converged)
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),

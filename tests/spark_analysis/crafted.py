@@ -534,6 +534,18 @@ SETS["handoffs-listed"] = {
 }
 
 
+# A stored assignment (coordinator_stable) giving partitions twice, as a client-side assignor may (the coordinator
+# stores what the leader sent as is): t-0 to a-1 and b-1 (b-1 lists it twice: one owner, no pair), t-1 to all three,
+# listed out of member-id order (both pair them in it: (a-1, b-1), then (b-1, c-1)); the next generation's, clean; and
+# in a group of its own a stored assignment with no generation (the checker words it "None").
+SETS["stored-twice"] = {
+    "c": [ev("coordinator_stable", 100, group="g", generation=1, members=["c-1", "b-1", "a-1"], state="Stable",
+             assignor="custom", assignment={"c-1": tps(1), "b-1": tps(0, 1, 0), "a-1": tps(2, 0, 1)}),
+          ev("coordinator_stable", 200, group="g", generation=2, members=["a-1", "b-1", "c-1"], state="Stable",
+             assignor="custom", assignment={"a-1": tps(0), "b-1": tps(1), "c-1": tps(2)}),
+          ev("coordinator_stable", 300, group="h", state="Stable", assignment={"x-1": tps(5), "w-1": tps(5)})]}
+
+
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator
 # removed, so the checker leaves the overlaps undecided (_unnamed_removal) -- a job that judged them would report

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from spark_analysis import converges as cv
+from spark_analysis import coordinator_assignments as ca
 from spark_analysis import corpus, layout, mine
 from spark_analysis import delivery as dl
 from spark_analysis import handoff as hd
@@ -26,6 +27,7 @@ from spark_analysis import membership as mb
 from spark_analysis import notes as nt
 from tests.spark_analysis import crafted
 from tests.spark_analysis.conftest import GENERATED
+from tests.spark_analysis.test_delivery_plan import _plan_nodes
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
 from traces import zombies as zombie_words
@@ -277,6 +279,12 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         ("crafted-malformed-record-data", "monotonic-consumption"),
         ("crafted-malformed-coordinator-removal", "converges")}
     assert sorted(k[3] for k in expected if k[0].startswith("crafted-malformed-poll/")) == [["a"], ["b"]]
+    # a stored assignment giving a partition to two or three member ids (crafted "stored-twice"): single-owner on the
+    # coordinator's view, each member id paired with the one before it in member-id order, the clean generation none;
+    # the job judged no stored assignment before h29-stored
+    assert sorted((k[0], k[3], k[4]) for k in expected if k[0].startswith("crafted-stored-twice/")) == [
+        ("crafted-stored-twice/g", ["a-1", "b-1"], [("t", 0)]), ("crafted-stored-twice/g", ["a-1", "b-1"], [("t", 1)]),
+        ("crafted-stored-twice/g", ["b-1", "c-1"], [("t", 1)]), ("crafted-stored-twice/h", ["w-1", "x-1"], [("t", 5)])]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
@@ -481,3 +489,12 @@ def test_whole_trace_notes_with_and_without_a_default_protocol(
         seen[protocol] = {(i, p) for i, _, p in expected}
     assert ("eager-revoke-all", False) in seen["cooperative"] and ("eager-revoke-all", True) in seen[None]
 
+
+
+def test_stored_assignments_are_judged_without_an_exchange(spark: Any, samples_corpus: Path) -> None:
+    """single-owner on the stored assignments (coordinator_assignments.stored_twice) reads the corpus partitioned by
+    group as mine.plan caches it: its window is keyed by group first, so it adds a sort of those few rows and no
+    exchange (the one in its plan is the corpus's repartition)."""
+    events = mine.load(spark, samples_corpus).repartition("group")
+    kinds = [str(n.getClass().getSimpleName()) for n in _plan_nodes(ca.stored_twice(events))]
+    assert kinds.count("ShuffleExchangeExec") == 1 and kinds.count("SortExec") == 1, kinds
