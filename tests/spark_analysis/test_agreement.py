@@ -285,6 +285,11 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert sorted((k[0], k[3], k[4]) for k in expected if k[0].startswith("crafted-stored-twice/")) == [
         ("crafted-stored-twice/g", ["a-1", "b-1"], [("t", 0)]), ("crafted-stored-twice/g", ["a-1", "b-1"], [("t", 1)]),
         ("crafted-stored-twice/g", ["b-1", "c-1"], [("t", 1)]), ("crafted-stored-twice/h", ["w-1", "x-1"], [("t", 5)])]
+    # KIP-848 member assignments (crafted "kip848-held"): a partition given while another member id still has it to
+    # revoke, and two while another holds them; not a handoff after the release, nor one after a removal (the job kept
+    # no partition of a member assignment before h29-stored: layout 4)
+    assert sorted((k[3], k[4], k[5]) for k in expected if k[0].startswith("crafted-kip848-held/")) == [
+        (["a-1", "b-1"], [("t", 1)], 210), (["b-1", "c-1"], [("t", 1), ("t", 2)], 420)]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
@@ -491,10 +496,16 @@ def test_whole_trace_notes_with_and_without_a_default_protocol(
 
 
 
-def test_stored_assignments_are_judged_without_an_exchange(spark: Any, samples_corpus: Path) -> None:
-    """single-owner on the stored assignments (coordinator_assignments.stored_twice) reads the corpus partitioned by
-    group as mine.plan caches it: its window is keyed by group first, so it adds a sort of those few rows and no
-    exchange (the one in its plan is the corpus's repartition)."""
-    events = mine.load(spark, samples_corpus).repartition("group")
-    kinds = [str(n.getClass().getSimpleName()) for n in _plan_nodes(ca.stored_twice(events))]
-    assert kinds.count("ShuffleExchangeExec") == 1 and kinds.count("SortExec") == 1, kinds
+def test_coordinator_assignments_are_judged_without_an_exchange(spark: Any, samples_corpus: Path) -> None:
+    """single-owner on the coordinator's view (coordinator_assignments) reads the corpus partitioned by group as
+    mine.plan caches it: every window, join and aggregate there is keyed by group first, so it adds sorts of those few
+    rows and no exchange: one sort for the stored assignments' window, three for the member assignments' (the window over
+    assignments and removals, each side of the join)."""
+    events = mine.load(spark, samples_corpus).repartition("group").persist()
+    try:
+        for check, sorts in ((ca.stored_twice, 1), (ca.held_twice, 3)):
+            kinds = [str(n.getClass().getSimpleName()) for n in _plan_nodes(check(events))]
+            assert "InMemoryTableScanExec" in kinds, kinds  # the cached corpus, whose own plan is not walked
+            assert (kinds.count("ShuffleExchangeExec"), kinds.count("SortExec")) == (0, sorts), (check.__name__, kinds)
+    finally:
+        events.unpersist()
