@@ -460,6 +460,7 @@ PLAN_CALLS = {
     "rebalances": ("rebalances", "pauses", "moves"),
     "handoff": ("handoffs",),
     "cooperative": ("same_generation_overlaps",),
+    "coordinator_assignments": ("stored_twice", "held_twice"),
     "notes": ("counts",),
 }
 # what mine.plan calls from spark_analysis that builds none of the job's frames, or one a wrapped call takes whole:

@@ -20,9 +20,10 @@ counted. The job itself is not changed: this is a measurement for whoever owns t
 
 **Rows back into events** (:func:`to_events`): the inverse of ``spark_analysis.layout.Columns.add_event``,
 rows of one ``seq`` -> one event, partition rows -> the event's ``partitions`` / ``offsets`` /
-``assignment``. What the layout does not keep cannot come back: fields no rule reads (``leader``,
-``previous_state``, ``replaced_by``, ``group_synced``'s partitions) and whether an error was the
-event's or one entry's when every entry shows the same one.
+``assignment`` (a KIP-848 member assignment's: ``partitions`` / ``pending_revocation``). What the layout
+does not keep cannot come back: fields no rule reads (``leader``, ``previous_state``, ``replaced_by``,
+``group_synced``'s partitions) and whether an error was the event's or one entry's when every entry
+shows the same one.
 
 **Measured** per route and master (``local[1]``, ``local[2]``): wall time from the session's start, the
 driver JVM's CPU, the Python workers' CPU (the workers are the JVM's descendants -- ``pyspark.daemon``
@@ -100,6 +101,12 @@ def _event(cols: dict[str, list[Any]], i: int, j: int) -> dict[str, Any]:
     if name == "record_data":
         ev.update(topic=cols["topic"][i], partition=cols["partition"][i], offset=cols["minOffset"][i])
         return ev
+    if name == "coordinator_state" and ev.get("detail") == "member-assignment":
+        # a KIP-848 member assignment: one row per partition given or still to revoke, told apart by the column
+        # pending_revocation (layout 4, layout._member_assignment)
+        for key, pending in (("partitions", False), ("pending_revocation", True)):
+            ev[key] = [{"topic": cols["topic"][k], "partition": cols["partition"][k]} for k in rows
+                       if cols["pending_revocation"][k] is pending]
     key = _PARTITION_LISTS.get(name)
     errors = {cols["error"][k] for k in range(i, j)}
     shared = len(errors) == 1  # the layout gives each entry its own error or the event's: one value is the event's

@@ -4,7 +4,9 @@ docs/design.md, "Formats" 3. Each trace event (:mod:`model.events`) becomes one 
 names (``partitions`` of the ownership callbacks and of ``records_consumed``, ``offsets`` of
 ``offsets_committed`` and of the broker's ``coordinator_offset_commit``, the stored ``assignment`` of
 ``coordinator_stable``: one row per member id and partition, a member id given nothing one row with ``topic`` null,
-:func:`_stored`) and one row with ``topic`` null when it names none. The columns keep the trace
+:func:`_stored`, the ``partitions`` and ``pending_revocation`` of a KIP-848 member assignment, ``coordinator_state``
+with ``detail`` member-assignment: one row per partition of each, told apart by the column ``pending_revocation``,
+:func:`_member_assignment`) and one row with ``topic`` null when it names none. The columns keep the trace
 format's field names (``minOffset``, ``maxOffset``, ``offset``, ``success``, ...), plus where the
 event came from:
 
@@ -105,6 +107,7 @@ SCHEMA = pa.schema([
     ("moved_revoked", pa.list_(pa.struct([("generation", pa.int64()), ("topic", pa.string()),
                                           ("partition", pa.int32())]))),
     ("moved_assigned_gen", pa.int64()),
+    ("pending_revocation", pa.bool_()),
 ])
 COLUMNS = tuple(SCHEMA.names)
 
@@ -125,7 +128,12 @@ COLUMNS = tuple(SCHEMA.names)
 #     traces.coordinator_checks.refuse_bad_coordinator), and input.json counts it a bad-field line. At 2 such an event
 #     was written (a stored assignment with a bad entry, a removal without a member id, an event of group 7 in the
 #     default group) and the job read it where the checker had refused it.
-LAYOUT = 3
+#   4 (h29-stored): a KIP-848 member assignment (coordinator_state, detail member-assignment) has one row per partition
+#     of its ``partitions`` (``pending_revocation`` false) and of its ``pending_revocation`` (true), one row with
+#     ``topic`` null if both are empty (_member_assignment); the column ``pending_revocation`` is new, null on every
+#     other row. At 3 such an event was one row with ``topic`` null and its partitions were not kept: the job could not
+#     judge single-owner on them (traces.coordinator_checks.CoordinatorChecks._kip848_assignment).
+LAYOUT = 4
 
 
 def write_input(out: Path, doc: dict[str, Any]) -> None:
@@ -258,6 +266,15 @@ def _stored(assignment: Any) -> list[tuple[str | None, dict[str, Any]]]:
     return rows or [("", {})]
 
 
+def _member_assignment(event: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
+    """The rows of a KIP-848 member assignment (``coordinator_state``, ``detail`` member-assignment: the partitions
+    the coordinator gives the member and those it has still to revoke), each with whether it is one to revoke (the
+    column ``pending_revocation``), the given ones first, in the event's order. The checker keeps both per member id
+    until its next assignment or its removal (``CoordinatorChecks._kip848_assignment``)."""
+    return [(p, pending) for key, pending in (("partitions", False), ("pending_revocation", True))
+            for p in event.get(key) or () if isinstance(p, dict)]
+
+
 class Columns:
     """Rows collected column by column (cheaper than a dict per row), turned into an Arrow table."""
 
@@ -282,26 +299,32 @@ class Columns:
         success = success if isinstance(success, bool) else None
         member_id = _str(event.get("member_id"))
         parts: list[tuple[str | None, dict[str, Any]]] = []
+        pending: list[bool] = []  # per part, pending_revocation's value (a KIP-848 member assignment's rows only)
         key = _PARTITION_LISTS.get(name)
         if key is not None:
             parts = [(member_id, p) for p in event.get(key) or () if isinstance(p, dict)]
         elif name == "coordinator_stable":
             parts = _stored(event.get("assignment"))
             member_id = None  # the coordinator's: no member's
+        elif name == "coordinator_state" and event.get("detail") == "member-assignment":
+            given = _member_assignment(event)
+            parts = [(member_id, p) for p, _ in given]
+            pending = [flag for _, flag in given]
         elif name == "record_data":
             parts = [(member_id, {"topic": event.get("topic"), "partition": event.get("partition"),
                                   "minOffset": event.get("offset"), "maxOffset": event.get("offset")})]
         if not parts:
-            self._row(common, 0, member_id, None, None, None, None, None, None, success, _str(event.get("error")))
+            self._row(common, 0, member_id, None, None, None, None, None, None, success, _str(event.get("error")),
+                      None)
             return
         for i, (mid, p) in enumerate(parts):
             self._row(common, i, mid, _str(p.get("topic")), _int(p.get("partition")), _int(p.get("count")),
                       _int(p.get("minOffset")), _int(p.get("maxOffset")), _int(p.get("offset")), success,
-                      _str(p.get("error")) or _str(event.get("error")))
+                      _str(p.get("error")) or _str(event.get("error")), pending[i] if pending else None)
 
     def _row(self, common: tuple[Any, ...], part: int, member_id: str | None, topic: str | None,
              partition: int | None, count: int | None, low: int | None, high: int | None, offset: int | None,
-             success: bool | None, error: str | None) -> None:
+             success: bool | None, error: str | None, pending: bool | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
          state, reset, fmt, shown, auto, interval, subscription, detail, members, member_count, moved_from,
          moved_generation, moved_generations, moved_revoked, moved_assigned_gen) = common
@@ -320,7 +343,7 @@ class Columns:
                            ("moved_generations", moved_generations),
                            ("moved_revoked", moved_revoked and [{"generation": g, "topic": t, "partition": p}
                                                                 for g, t, p in moved_revoked]),
-                           ("moved_assigned_gen", moved_assigned_gen)):
+                           ("moved_assigned_gen", moved_assigned_gen), ("pending_revocation", pending)):
             d[col].append(value)
 
     def table(self) -> pa.Table:

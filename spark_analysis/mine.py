@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis import converges as cv
 from spark_analysis import cooperative as co
+from spark_analysis import coordinator_assignments as ca
 from spark_analysis import delivery as dl
 from spark_analysis import handoff as hd
 from spark_analysis import invariants as inv
@@ -95,6 +96,9 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
     # assignment's generation, as the job read it then
     if "moved_assigned_gen" not in events.columns:
         events = events.withColumn("moved_assigned_gen", F.lit(None).cast("long"))
+    # ... and before layout 4's pending_revocation: as one where no KIP-848 member assignment kept its partitions
+    if "pending_revocation" not in events.columns:
+        events = events.withColumn("pending_revocation", F.lit(None).cast("boolean"))
     return events
 
 
@@ -111,10 +115,12 @@ CORPUS_NOT_READ = ("count",)
 # moved member brings to its new group (layout). Each was null on 96.7-100% of the rows at 1M and cost about 4
 # bytes a row in the cache for its null positions alone (docs/benchmarks-spark.md, h25-ab); packed, the sixteen cost
 # one null position a row, and one 8-byte slot, not sixteen, in the repartition's shuffle rows and the sort of
-# group_generations' window. Not ``instance_id`` (a static member's every event: 29% of the rows at 1M).
+# group_generations' window. Not ``instance_id`` (a static member's every event: 29% of the rows at 1M). Since
+# layout 4 also ``pending_revocation``, on a KIP-848 member assignment's rows only.
 CORPUS_PACKED = ("members", "subscription", "reason", "detail", "error", "member_count", "state",
                  "auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "commits_shown",
-                 "moved_from", "moved_generation", "moved_generations", "moved_revoked", "moved_assigned_gen")
+                 "moved_from", "moved_generation", "moved_generations", "moved_revoked", "moved_assigned_gen",
+                 "pending_revocation")
 
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
@@ -154,7 +160,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     gaps, first_polls = dl.no_gap(off, rows, iv, own, broker=dl.broker_commits(events), keep=keep)
     found = found.unionByName(dl.monotonic(off)).unionByName(dl.not_ahead(off)).unionByName(gaps)
     found = found.unionByName(mb.unsubscribed(rows)).unionByName(mb.revoked_came_back(rows)) \
-        .unionByName(mb.static_rejoins(events))
+        .unionByName(mb.static_rejoins(events)).unionByName(ca.stored_twice(events)) \
+        .unionByName(ca.held_twice(events))
     converged, converges_unchecked = cv.converges(events, config.default_protocol, keep)
     found = found.unionByName(converged)
     return Plan(events, rows, found, wf.malformed(events, rows), rb.rebalances(events), keep(rb.pauses(rows)),

@@ -54,12 +54,13 @@ EOF_SEQ = 1 << 62  # the end of an interval still open when its member's trace e
 UNB = Window.unboundedPreceding
 UNF = Window.unboundedFollowing
 # The corpus columns that no reader of the member rows uses: coordinator-side fields (a member event has none of
-# state, detail, members, member_count), a static member's instance id (read from the coordinator's events) and the
-# records a poll counted (the positions are minOffset / maxOffset). Taken from the plans of every frame of
-# ``mine.plan``: the columns its scans of the member rows' cache read (tests/spark_analysis/test_member_rows.py holds
-# the two lists to them). Every column a row carries is copied into each of member_rows' sorts, out of each of its
-# Window operators and into the cache: at 1M, copying rows and building the cache were half its task time.
-NOT_READ = ("instance_id", "count", "state", "detail", "members", "member_count")
+# state, detail, members, member_count, a KIP-848 member assignment's pending_revocation), a static member's instance
+# id (read from the coordinator's events) and the records a poll counted (the positions are minOffset / maxOffset).
+# Taken from the plans of every frame of ``mine.plan``: the columns its scans of the member rows' cache read
+# (tests/spark_analysis/test_member_rows.py holds the two lists to them). Every column a row carries is copied into
+# each of member_rows' sorts, out of each of its Window operators and into the cache: at 1M, copying rows and building
+# the cache were half its task time.
+NOT_READ = ("instance_id", "count", "state", "detail", "members", "member_count", "pending_revocation")
 # Read by member_rows' own windows (proto, policy, ends_life), by no reader after them: dropped after the last.
 STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
 # Read by the delivery, handoff, membership and move rules, never by the core's: carried in one struct column,

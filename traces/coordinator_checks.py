@@ -339,7 +339,12 @@ class CoordinatorChecks(CheckerParts):
                                  where: str) -> None:
         owner: dict[TP, str] = {}
         self.opportunities["single-owner"] += 1
-        for member_id, parts in assignment.items():
+        # Member ids in sorted order, not the event's: the order of a JSON object's keys says nothing (the broker's
+        # server.log reader builds it from one line), yet it decides who is paired with whom when three or more member
+        # ids share a partition (each with the last one seen: (a, b), then (b, c)). Sorted, the findings do not depend
+        # on it, and they are the Spark job's, which reads the corpus's rows of an assignment in this order
+        # (spark_analysis.layout._stored, spark_analysis.coordinator_assignments).
+        for member_id, parts in sorted(assignment.items()):
             for tp in partitions_field({"p": parts}, "p"):
                 other = owner.get(tp)
                 if other is not None and other != member_id:

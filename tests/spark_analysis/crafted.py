@@ -534,6 +534,34 @@ SETS["handoffs-listed"] = {
 }
 
 
+# A stored assignment (coordinator_stable) giving partitions twice, as a client-side assignor may (the coordinator
+# stores what the leader sent as is): t-0 to a-1 and b-1 (b-1 lists it twice: one owner, no pair), t-1 to all three,
+# listed out of member-id order (both pair them in it: (a-1, b-1), then (b-1, c-1)); the next generation's, clean; and
+# in a group of its own a stored assignment with no generation (the checker words it "None").
+SETS["stored-twice"] = {
+    "c": [ev("coordinator_stable", 100, group="g", generation=1, members=["c-1", "b-1", "a-1"], state="Stable",
+             assignor="custom", assignment={"c-1": tps(1), "b-1": tps(0, 1, 0), "a-1": tps(2, 0, 1)}),
+          ev("coordinator_stable", 200, group="g", generation=2, members=["a-1", "b-1", "c-1"], state="Stable",
+             assignor="custom", assignment={"a-1": tps(0), "b-1": tps(1), "c-1": tps(2)}),
+          ev("coordinator_stable", 300, group="h", state="Stable", assignment={"x-1": tps(5), "w-1": tps(5)})]}
+
+
+
+def _kip848(ts: int, member_id: str, given: tuple[int, ...], revoking: tuple[int, ...] = ()) -> dict[str, Any]:
+    return ev("coordinator_state", ts, group="g", detail="member-assignment", member_id=member_id, generation=ts // 100,
+              partitions=tps(*given), pending_revocation=tps(*revoking), protocol="consumer")
+
+
+# KIP-848 member assignments (a broker's server.log): b-1 is given t-1 while a-1 still has it to revoke (a clash), then
+# again once a-1's next assignment released it (a handoff, none); c-1 is given t-0 after a-1's removal (none: a-1 holds
+# nothing once removed), then t-0 to t-3 while b-1 holds t-1 and t-2 (one finding, both partitions).
+SETS["kip848-held"] = {
+    "c": [_kip848(100, "a-1", (0, 1)), _kip848(200, "a-1", (0,), (1,)), _kip848(210, "b-1", (1, 2)),
+          _kip848(300, "a-1", (0,)), _kip848(310, "b-1", (1, 2)),
+          ev("coordinator_member_removed", 400, group="g", member_id="a-1", reason="left"),
+          _kip848(410, "c-1", (0,)), _kip848(420, "c-1", (0, 1, 2, 3))]}
+
+
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator
 # removed, so the checker leaves the overlaps undecided (_unnamed_removal) -- a job that judged them would report

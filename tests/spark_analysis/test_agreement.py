@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from spark_analysis import converges as cv
+from spark_analysis import coordinator_assignments as ca
 from spark_analysis import corpus, layout, mine
 from spark_analysis import delivery as dl
 from spark_analysis import handoff as hd
@@ -26,6 +27,7 @@ from spark_analysis import membership as mb
 from spark_analysis import notes as nt
 from tests.spark_analysis import crafted
 from tests.spark_analysis.conftest import GENERATED
+from tests.spark_analysis.test_delivery_plan import _plan_nodes
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
 from traces import zombies as zombie_words
@@ -277,6 +279,17 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
         ("crafted-malformed-record-data", "monotonic-consumption"),
         ("crafted-malformed-coordinator-removal", "converges")}
     assert sorted(k[3] for k in expected if k[0].startswith("crafted-malformed-poll/")) == [["a"], ["b"]]
+    # a stored assignment giving a partition to two or three member ids (crafted "stored-twice"): single-owner on the
+    # coordinator's view, each member id paired with the one before it in member-id order, the clean generation none;
+    # the job judged no stored assignment before h29-stored
+    assert sorted((k[0], k[3], k[4]) for k in expected if k[0].startswith("crafted-stored-twice/")) == [
+        ("crafted-stored-twice/g", ["a-1", "b-1"], [("t", 0)]), ("crafted-stored-twice/g", ["a-1", "b-1"], [("t", 1)]),
+        ("crafted-stored-twice/g", ["b-1", "c-1"], [("t", 1)]), ("crafted-stored-twice/h", ["w-1", "x-1"], [("t", 5)])]
+    # KIP-848 member assignments (crafted "kip848-held"): a partition given while another member id still has it to
+    # revoke, and two while another holds them; not a handoff after the release, nor one after a removal (the job kept
+    # no partition of a member assignment before h29-stored: layout 4)
+    assert sorted((k[3], k[4], k[5]) for k in expected if k[0].startswith("crafted-kip848-held/")) == [
+        (["a-1", "b-1"], [("t", 1)], 210), (["b-1", "c-1"], [("t", 1), ("t", 2)], 420)]
     # a cooperative overlap between two members of one generation: revoke-before-assign beside single-owner
     assert {k[1] for k in expected if k[0].startswith("crafted-coop-same-generation/")} \
         == {"revoke-before-assign", "single-owner"}
@@ -499,3 +512,18 @@ def test_whole_trace_notes_with_and_without_a_default_protocol(
         seen[protocol] = {(i, p) for i, _, p in expected}
     assert ("eager-revoke-all", False) in seen["cooperative"] and ("eager-revoke-all", True) in seen[None]
 
+
+
+def test_coordinator_assignments_are_judged_without_an_exchange(spark: Any, samples_corpus: Path) -> None:
+    """single-owner on the coordinator's view (coordinator_assignments) reads the corpus partitioned by group as
+    mine.plan caches it: every window, join and aggregate there is keyed by group first, so it adds sorts of those few
+    rows and no exchange: one sort for the stored assignments' window, three for the member assignments' (the window over
+    assignments and removals, each side of the join)."""
+    events = mine.load(spark, samples_corpus).repartition("group").persist()
+    try:
+        for check, sorts in ((ca.stored_twice, 1), (ca.held_twice, 3)):
+            kinds = [str(n.getClass().getSimpleName()) for n in _plan_nodes(check(events))]
+            assert "InMemoryTableScanExec" in kinds, kinds  # the cached corpus, whose own plan is not walked
+            assert (kinds.count("ShuffleExchangeExec"), kinds.count("SortExec")) == (0, sorts), (check.__name__, kinds)
+    finally:
+        events.unpersist()

@@ -50,6 +50,19 @@ def test_single_owner_in_the_coordinators_stored_assignment(tmp_path: Path) -> N
     assert "generation 3" in finding["message"]
 
 
+def test_a_partition_stored_for_three_member_ids_pairs_them_in_member_id_order(tmp_path: Path) -> None:
+    """Each member id is paired with the last one before it given the partition, member ids taken sorted, whatever
+    order the event lists them in: the Spark job reads them so (spark_analysis.coordinator_assignments)."""
+    tp = [{"topic": "t", "partition": 0}]
+    for order in (["c-1", "a-1", "b-1"], ["b-1", "c-1", "a-1"]):
+        stable = ev("coordinator_stable", 100, group="g", generation=3, members=order,
+                    assignment={m: tp for m in order})
+        report = run_events(tmp_path / "-".join(order), {"coordinator": [stable]})
+        assert [(f["members"], f["message"]) for f in findings(report, "single-owner")] == [
+            (["a-1", "b-1"], "the coordinator stored generation 3's assignment with t-0 given to both a-1 and b-1"),
+            (["b-1", "c-1"], "the coordinator stored generation 3's assignment with t-0 given to both b-1 and c-1")]
+
+
 def test_single_owner_in_kip848_member_assignments(tmp_path: Path) -> None:
     def assignment(ts: int, member: str, assigned: list[int], pending: list[int]) -> dict[str, object]:
         return ev("coordinator_state", ts, group="g", detail="member-assignment", member_id=member, generation=2,
