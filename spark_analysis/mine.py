@@ -113,8 +113,8 @@ CORPUS_NOT_READ = ("count",)
 # ``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms`` on its startup), ``error`` of a failed
 # commit or sync, ``commits_shown`` of a client-log file that says whether it logs commits, and the five columns a
 # moved member brings to its new group (layout). Each was null on 96.7-100% of the rows at 1M and cost about 4
-# bytes a row in the cache for its null positions alone (docs/benchmarks-spark.md, h25-ab); packed, the sixteen cost
-# one null position a row, and one 8-byte slot, not sixteen, in the repartition's shuffle rows and the sort of
+# bytes a row in the cache for its null positions alone (docs/benchmarks-spark.md, h25-ab); packed, those sixteen
+# cost one null position a row, and one 8-byte slot, not sixteen, in the repartition's shuffle rows and the sort of
 # group_generations' window. Not ``instance_id`` (a static member's every event: 29% of the rows at 1M). Since
 # layout 4 also ``pending_revocation``, on a KIP-848 member assignment's rows only.
 CORPUS_PACKED = ("members", "subscription", "reason", "detail", "error", "member_count", "state",
