@@ -353,15 +353,13 @@ class DeliveryChecks(CheckerParts):
 
     def _coord_offset_commit(self, ts: int, src: int, line: int, ev: dict[str, Any]) -> None:
         """``coordinator_offset_commit`` (server.log): the offset the coordinator took, per partition."""
+        # _coord_group refuses the event first unless ``offsets`` is a list of entries with a string topic and
+        # integer partition and offset (refuse_bad_coordinator: _broker_offsets)
         gs = self._coord_group(ev, ts, src, line)  # type: ignore[attr-defined]  # CoordinatorChecks, mixed in
-        offsets = ev.get("offsets")
-        if not isinstance(offsets, list):
-            raise BadField("offsets is not a list")
         where = self.where(src, line)
-        for item in offsets:
-            offset = item.get("offset") if isinstance(item, dict) else None
-            if type(offset) is int and offset >= 0:
-                gs.broker_committed[(item["topic"], item["partition"])] = (offset, where)
+        for item in ev["offsets"]:
+            if item["offset"] >= 0:
+                gs.broker_committed[(item["topic"], item["partition"])] = (item["offset"], where)
 
     def _no_gap_hidden(self, m: Member, gs: GroupState, tp: TP, hidden: set[str], low: int, committed: int | None,
                        ts: int, where: str, why: str = "auto-commit") -> None:
