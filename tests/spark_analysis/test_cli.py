@@ -258,8 +258,25 @@ def test_mine_refuses_a_corpus_of_another_layout_and_says_how_to_write_it_again(
     assert len(err) == 1, err
     assert f"{corpus_dir}: a corpus of {said}" in err[0]
     assert f"this groupspec reads layout {LAYOUT} only" in err[0]
-    assert err[0].endswith(f"Write it again: groupspec corpus --from {traces} --out NEWDIR")
+    # the options it was read with, every value recorded (input.json's read_with; the format was detected)
+    assert err[0].endswith(f"Write it again: groupspec corpus --from {traces} --group default --log-timezone local "
+                           "--out NEWDIR")
     assert not (tmp_path / "m").exists()
+
+
+def test_the_command_names_no_read_option_a_corpus_did_not_record(tmp_path: Path) -> None:
+    """A corpus written before input.json recorded --group, --format and --log-timezone: the command names none of
+    them (a value put in their place could read the traces otherwise) and says that they were not recorded."""
+    corpus_dir, traces = _restamped(tmp_path, LAYOUT - 1)
+    info = json.loads((corpus_dir / "input.json").read_text())
+    del info["read_with"]
+    (corpus_dir / "input.json").write_text(json.dumps(info))
+    with pytest.raises(LayoutError) as refused:
+        check_layout(corpus_dir)
+    command = str(refused.value).split("Write it again: ", 1)[1]
+    assert command.startswith(f"groupspec corpus --from {traces} --out NEWDIR (with the --group, --format and "
+                              "--log-timezone it was written with, if any: this corpus did not record them)")
+    assert "--group default" not in command and "local" not in command
 
 
 @pytest.mark.parametrize("layout, said", OTHER_LAYOUTS[:2])
@@ -336,16 +353,21 @@ def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
      "--faults", "crash,stall", "--workers", "1"],
     ["--groups", "2", "--seed", "1", "--faults", "none", "--mutants", "", "--workers", "1"],
     ["--from", "{real0}", "{real1}", "--merge-runs"],
+    # each option reads these traces otherwise than its default (a group name with a space: quoted)
+    ["--from", "{kafkatest}/v1.jsonl", "{kafkatest}/v2.jsonl", "--format", "verifiable-consumer", "--group", "orders x"],
+    ["--from", "{kafka-python}/k1.log", "--log-timezone", "+02:00"],
 ])
 def test_the_command_a_refused_corpus_names_writes_it_again(write: list[str], tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """The refusal's "Write it again" command, run as given, writes the same rows (its options decide the groups:
-    a simulated corpus's mutants, fraction and faults; a --from corpus's --merge-runs)."""
+    a simulated corpus's mutants, fraction and faults; a --from corpus's --merge-runs, --group, --format and
+    --log-timezone)."""
     import shlex
 
     dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
     old = tmp_path / "old"
-    argv = [a.replace("{real0}", dirs[0]).replace("{real1}", dirs[1]) for a in write]
+    argv = [a.replace("{real0}", dirs[0]).replace("{real1}", dirs[1]).replace("{kafkatest}", str(REAL / "kafkatest-range"))
+            .replace("{kafka-python}", str(REAL / "kafka-python-range")) for a in write]
     assert main(["corpus", *argv, "--out", str(old)]) == 0
     info = json.loads((old / "input.json").read_text())
     info["layout"] = LAYOUT - 1
