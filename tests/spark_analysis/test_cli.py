@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -335,17 +336,53 @@ def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
     def unreachable(*_: Any, **__: Any) -> Any:
         raise RuntimeError(_UNREACHABLE)
 
-    # no running session (the suite's is left alone), and the start fails as a master that never answers makes it
+    # no running session (the suite's is left alone), and the start fails as a master that never answers makes it:
+    # something listens at the port (so the command's own connection is answered), but no master
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     monkeypatch.setattr(session, "build", unreachable)
-    assert main(["mine", str(corpus_dir), "--master", "spark://127.0.0.1:1", "--out", str(tmp_path / "o")]) == 2
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        url = f"spark://127.0.0.1:{listening.getsockname()[1]}"
+        assert main(["mine", str(corpus_dir), "--master", url, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("groupspec mine: cannot start Spark on spark://127.0.0.1:1: java.lang."
+    assert err[-1].startswith(f"groupspec mine: cannot start Spark on {url}: java.lang."
                               "IllegalStateException: Cannot call methods on a stopped SparkContext; is a master")
     assert "is a master running at that URL" in err[-1]
     # a local master gets no such hint: its failures are the JVM's own
     assert "is a master" not in mine_cmd.start_failure("local[2]", RuntimeError(_UNREACHABLE))
     assert mine_cmd.start_failure("local[2]", RuntimeError("")) == "cannot start Spark on local[2]: RuntimeError"
+
+
+def test_a_master_nobody_listens_at_is_said_in_one_line_before_spark_starts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not Spark's minute of registration retries and their Java stack traces: the connection is refused at once, and
+    the one line says where, for each master of the URL."""
+    from pyspark.sql import SparkSession
+
+    from groupspec.commands import mine as mine_cmd
+
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+
+    def started(*_: Any, **__: Any) -> Any:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(session, "build", started)
+    ports = []
+    for _ in range(2):  # ports that were free a moment ago: nobody listens there
+        with socket.create_server(("127.0.0.1", 0)) as free:
+            ports.append(free.getsockname()[1])
+    url = f"spark://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir), "--master", url, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"groupspec mine: cannot start Spark on {url}: nothing answers at 127.0.0.1:{ports[0]} (Connection "
+                   f"refused), 127.0.0.1:{ports[1]} (Connection refused); is a master running at that URL and "
+                   "reachable from here?"]
+    assert not (tmp_path / "o").exists()
+    # one master of several that answers is enough (Spark registers with whichever does); other masters are Spark's
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        assert mine_cmd.unanswered(f"spark://127.0.0.1:{ports[0]},127.0.0.1:{listening.getsockname()[1]}") is None
+    assert mine_cmd.unanswered("local[2]") is None and mine_cmd.unanswered("spark://127.0.0.1") is None
 
 
 @pytest.mark.parametrize("write", [
