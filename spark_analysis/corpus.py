@@ -434,6 +434,21 @@ class _MemberGroups:
         return current[0], written, moved
 
 
+def read_with(fmt: str | None, default_group: str, naive_offset_ms: int | None) -> dict[str, str | None]:
+    """input.json's ``read_with``: the options of ``corpus --from`` that decide the rows besides the paths, each as
+    the option takes it (``format`` null: detected per file), so that the command that writes the corpus again
+    (``layout._rewrite_hint``) reads the traces as they were read. Every value is recorded, the defaults too: that
+    command is run by a later groupspec, whose defaults may be others."""
+    if naive_offset_ms is None:
+        zone = "local"
+    elif naive_offset_ms == 0:
+        zone = "UTC"
+    else:
+        hours, minutes = divmod(abs(naive_offset_ms) // 60_000, 60)
+        zone = f"{'-' if naive_offset_ms < 0 else '+'}{hours:02d}:{minutes:02d}"
+    return {"group": default_group, "format": fmt, "log_timezone": zone}
+
+
 def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",
               naive_offset_ms: int | None = None, progress: Progress | None = stderr_progress,
               merge: bool = False) -> dict[str, Any]:
@@ -483,7 +498,8 @@ def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, defaul
         "ignored_lines": sum(doc["ignored_lines"] for _, doc in docs),
         "callback_members": sorted({m for _, doc in docs for m in doc["callback_members"]}), "parts": part,
         "sources": sources, "shared_members": shared_members(sources),
-        "runs": [r for _, doc in docs for r in doc["runs"]]}
+        "runs": [r for _, doc in docs for r in doc["runs"]],
+        "read_with": read_with(fmt, default_group, naive_offset_ms)}
     write_input(out, combined)
     return combined
 
@@ -573,7 +589,8 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
            "callback_members": sorted(plan.callback_members), "parts": part - first_part,
            "sources": [{"path": s.label, "format": s.format, "member": s.member, "events": per_source[s.index]}
                        for s in plan.sources],
-           "runs": [{"run": run_label, "paths": list(paths), "events": events}]}
+           "runs": [{"run": run_label, "paths": list(paths), "events": events}],
+           "read_with": read_with(fmt, default_group, naive_offset_ms)}
     # as groupspec check warns: one member name from several captures is one consumer to the job too
     doc["shared_members"] = shared_members(doc["sources"], run_label)
     write_input(out, doc)

@@ -45,7 +45,8 @@ event came from:
 Strings are dictionary-encoded. A corpus directory holds ``events/part-NNNNN.parquet`` files, each
 sorted by ``(group, seq)`` (row groups of consecutive groups), so that one group's rows are read
 together, plus ``input.json`` (events, lines, malformed lines per file and reason, as the checker
-counts them, and ``layout``, the number of what a row holds: :data:`LAYOUT`) and, for simulated corpora,
+counts them; ``layout``, the number of what a row holds: :data:`LAYOUT`; for a ``--from`` corpus ``runs`` and
+``read_with``, what the command that writes it again names: :func:`_rewrite_hint`) and, for simulated corpora,
 ``truth.json``. A simulated corpus's files hold whole groups. A ``--from`` corpus is written in the
 traces' merged time order, a file every 2M rows (``corpus.ROWS_PER_PART``), so past that size one group's
 rows can span files; the job does not rely on either (it repartitions by group), a reader that maps files
@@ -161,6 +162,10 @@ class LayoutError(ValueError):
     zip ships model, traces and spark_analysis only)."""
 
 
+# input.json's ``read_with`` (spark_analysis.corpus.read_with) and the option of ``corpus --from`` each key is
+_READ_WITH = (("group", "--group"), ("format", "--format"), ("log_timezone", "--log-timezone"))
+
+
 def _rewrite_hint(corpus: Path, info: dict[str, Any]) -> str:
     """The command that writes ``corpus`` again, as far as its input.json says what it was written from."""
     runs = [run for run in info.get("runs") or () if isinstance(run, dict)]
@@ -169,7 +174,16 @@ def _rewrite_hint(corpus: Path, info: dict[str, Any]) -> str:
         # "all inputs" is the label traces.runs.split gives the one run of --merge-runs: without the flag the
         # same paths are written as one run per directory, other groups ("GROUP @ RUN")
         merge = " --merge-runs" if len(runs) == 1 and runs[0].get("run") == "all inputs" else ""
-        return f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge} --out NEWDIR"
+        read_with = info.get("read_with")
+        if not isinstance(read_with, dict):
+            # written before h30-left recorded them: the command names none, and says so (a default in its place
+            # could read the traces otherwise than they were read)
+            return (f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge} --out NEWDIR (with the "
+                    "--group, --format and --log-timezone it was written with, if any: this corpus did not record them)")
+        # a null format was detected per file: no --format
+        options = "".join(f" {flag} {shlex.quote(value)}" for key, flag in _READ_WITH
+                          if isinstance(value := read_with.get(key), str))
+        return f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge}{options} --out NEWDIR"
     try:
         truth = read_truth(corpus)
     except (OSError, ValueError):

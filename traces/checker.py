@@ -267,10 +267,16 @@ class Checker(CoordinatorChecks, DeliveryChecks):
         checked = 0
         commit_checked = 0
         commits = 0
+        # input.first_timestamp / last_timestamp: the times of the first and last events used. A line refused below is
+        # no event (docs/check.md, "Input that cannot be used"): there ``last`` goes back to ``before``, and ``first``
+        # to None while no event was used yet. The correction is made on the refused path, the rare one; the common
+        # one pays two local stores a line.
         first = self.first_ts
-        ts = self.last_ts if self.last_ts is not None else 0
+        last = self.last_ts
         for ts, src, _seq, line, ev in located:
             n += 1
+            before = last
+            last = ts
             if first is None:
                 first = ts
             name = ev[k_name]
@@ -354,10 +360,12 @@ class Checker(CoordinatorChecks, DeliveryChecks):
                 refused += 1
                 self.stats.events_per_source[src] -= 1
                 self.stats.skip(sources[src], line, BAD_FIELD, f"{name}: {exc}")
-        if n:
-            self.events += n - refused
-            self.last_ts = ts
-            self.first_ts = first
+                last = before
+                if before is None:  # no event used yet: the window starts at the next one used
+                    first = None
+        self.events += n - refused
+        self.last_ts = last
+        self.first_ts = first
         self.opportunities["consume-owned-only"] += checked
         self.opportunities["monotonic-consumption"] += checked
         self.opportunities["commit-owned-only"] += commit_checked

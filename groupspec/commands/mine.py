@@ -58,7 +58,8 @@ def start_failure(master: str, exc: Exception) -> str:
     A Py4JJavaError's first line names only the call that failed ("An error occurred while calling
     None.org.apache.spark.sql.classic.SparkSession."); the Java exception is on the line after it, prefixed ": ".
     A standalone master that does not answer shows only as a context stopped while it started (Spark's
-    StandaloneAppClient gives up after its registration retries and stops it), so the hint names the likely cause."""
+    StandaloneAppClient gives up after its registration retries and stops it), so the hint names the likely cause
+    (the cases a TCP connection answers at once never get here: :func:`unanswered`)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     cause = next((line.removeprefix(":").strip() for line in lines[1:] if line.startswith(":")),
                  lines[0] if lines else type(exc).__name__)
@@ -66,6 +67,34 @@ def start_failure(master: str, exc: Exception) -> str:
     if master.startswith("spark://"):
         hint = "; is a master running at that URL and reachable from here? (Spark's log above says what it tried)"
     return f"cannot start Spark on {master}: {cause.rstrip('.') if hint else cause}{hint}"
+
+
+def unanswered(master: str, timeout_s: float = 5.0) -> str | None:
+    """Why no standalone master of ``master`` (``spark://HOST:PORT[,HOST:PORT...]``) can be reached, or None.
+
+    Spark finds out only after its registration retries (StandaloneAppClient: 3 tries 20 s apart, each logged as a
+    WARN with the connection's Java stack trace on stderr), then stops the context it was starting: a minute and
+    some hundred lines before the one line that says so. A TCP connection tried here first answers the common
+    mistakes at once, before the JVM starts: nothing listens at that port (connection refused), a host name that
+    does not resolve, no route. Only those definite answers refuse; a master that answers (or a connection that
+    only times out, which Spark may still make) is left to Spark, and then its log says what happened."""
+    import socket
+
+    if not master.startswith("spark://"):
+        return None
+    failures = []
+    for address in master.removeprefix("spark://").split(","):
+        host, colon, port = address.rpartition(":")
+        if not colon or not port.isdigit():
+            return None  # Spark's own message says what is wrong with the URL
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return None
+        except TimeoutError:
+            return None
+        except OSError as exc:
+            failures.append(f"{address} ({exc.strerror or exc})")
+    return f"nothing answers at {', '.join(failures)}"
 
 
 def _say(message: str) -> None:
@@ -109,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
     config = mine.MineConfig(skew_ms=args.skew_ms, default_protocol=args.protocol)
     # a session already running in this process (a notebook, the test suite) is used and left running
     ours = SparkSession.getActiveSession() is None
+    failure = unanswered(args.master) if ours else None
+    if failure is not None:
+        raise InputError(f"cannot start Spark on {args.master}: {failure}; is a master running at that URL and "
+                         "reachable from here?")
     _say(f"mine: starting Spark ({args.master})" if ours else "mine: using the running SparkSession")
     try:
         spark = session.build(args.master, extra=conf) if ours else SparkSession.getActiveSession()

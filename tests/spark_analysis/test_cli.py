@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -258,8 +259,25 @@ def test_mine_refuses_a_corpus_of_another_layout_and_says_how_to_write_it_again(
     assert len(err) == 1, err
     assert f"{corpus_dir}: a corpus of {said}" in err[0]
     assert f"this groupspec reads layout {LAYOUT} only" in err[0]
-    assert err[0].endswith(f"Write it again: groupspec corpus --from {traces} --out NEWDIR")
+    # the options it was read with, every value recorded (input.json's read_with; the format was detected)
+    assert err[0].endswith(f"Write it again: groupspec corpus --from {traces} --group default --log-timezone local "
+                           "--out NEWDIR")
     assert not (tmp_path / "m").exists()
+
+
+def test_the_command_names_no_read_option_a_corpus_did_not_record(tmp_path: Path) -> None:
+    """A corpus written before input.json recorded --group, --format and --log-timezone: the command names none of
+    them (a value put in their place could read the traces otherwise) and says that they were not recorded."""
+    corpus_dir, traces = _restamped(tmp_path, LAYOUT - 1)
+    info = json.loads((corpus_dir / "input.json").read_text())
+    del info["read_with"]
+    (corpus_dir / "input.json").write_text(json.dumps(info))
+    with pytest.raises(LayoutError) as refused:
+        check_layout(corpus_dir)
+    command = str(refused.value).split("Write it again: ", 1)[1]
+    assert command.startswith(f"groupspec corpus --from {traces} --out NEWDIR (with the --group, --format and "
+                              "--log-timezone it was written with, if any: this corpus did not record them)")
+    assert "--group default" not in command and "local" not in command
 
 
 @pytest.mark.parametrize("layout, said", OTHER_LAYOUTS[:2])
@@ -318,12 +336,15 @@ def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
     def unreachable(*_: Any, **__: Any) -> Any:
         raise RuntimeError(_UNREACHABLE)
 
-    # no running session (the suite's is left alone), and the start fails as a master that never answers makes it
+    # no running session (the suite's is left alone), and the start fails as a master that never answers makes it:
+    # something listens at the port (so the command's own connection is answered), but no master
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     monkeypatch.setattr(session, "build", unreachable)
-    assert main(["mine", str(corpus_dir), "--master", "spark://127.0.0.1:1", "--out", str(tmp_path / "o")]) == 2
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        url = f"spark://127.0.0.1:{listening.getsockname()[1]}"
+        assert main(["mine", str(corpus_dir), "--master", url, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("groupspec mine: cannot start Spark on spark://127.0.0.1:1: java.lang."
+    assert err[-1].startswith(f"groupspec mine: cannot start Spark on {url}: java.lang."
                               "IllegalStateException: Cannot call methods on a stopped SparkContext; is a master")
     assert "is a master running at that URL" in err[-1]
     # a local master gets no such hint: its failures are the JVM's own
@@ -331,21 +352,59 @@ def test_a_master_that_does_not_answer_is_said_with_its_cause_and_what_to_check(
     assert mine_cmd.start_failure("local[2]", RuntimeError("")) == "cannot start Spark on local[2]: RuntimeError"
 
 
+def test_a_master_nobody_listens_at_is_said_in_one_line_before_spark_starts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not Spark's minute of registration retries and their Java stack traces: the connection is refused at once, and
+    the one line says where, for each master of the URL."""
+    from pyspark.sql import SparkSession
+
+    from groupspec.commands import mine as mine_cmd
+
+    corpus_dir, _ = _restamped(tmp_path, LAYOUT)
+
+    def started(*_: Any, **__: Any) -> Any:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(session, "build", started)
+    ports = []
+    for _ in range(2):  # ports that were free a moment ago: nobody listens there
+        with socket.create_server(("127.0.0.1", 0)) as free:
+            ports.append(free.getsockname()[1])
+    url = f"spark://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+    capsys.readouterr()
+    assert main(["mine", str(corpus_dir), "--master", url, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"groupspec mine: cannot start Spark on {url}: nothing answers at 127.0.0.1:{ports[0]} (Connection "
+                   f"refused), 127.0.0.1:{ports[1]} (Connection refused); is a master running at that URL and "
+                   "reachable from here?"]
+    assert not (tmp_path / "o").exists()
+    # one master of several that answers is enough (Spark registers with whichever does); other masters are Spark's
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        assert mine_cmd.unanswered(f"spark://127.0.0.1:{ports[0]},127.0.0.1:{listening.getsockname()[1]}") is None
+    assert mine_cmd.unanswered("local[2]") is None and mine_cmd.unanswered("spark://127.0.0.1") is None
+
+
 @pytest.mark.parametrize("write", [
     ["--groups", "3", "--seed", "5", "--mutant-fraction", "0.7", "--mutants", "coop-no-withhold,commit-old-generation",
      "--faults", "crash,stall", "--workers", "1"],
     ["--groups", "2", "--seed", "1", "--faults", "none", "--mutants", "", "--workers", "1"],
     ["--from", "{real0}", "{real1}", "--merge-runs"],
+    # each option reads these traces otherwise than its default (a group name with a space: quoted)
+    ["--from", "{kafkatest}/v1.jsonl", "{kafkatest}/v2.jsonl", "--format", "verifiable-consumer", "--group", "orders x"],
+    ["--from", "{kafka-python}/k1.log", "--log-timezone", "+02:00"],
 ])
 def test_the_command_a_refused_corpus_names_writes_it_again(write: list[str], tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """The refusal's "Write it again" command, run as given, writes the same rows (its options decide the groups:
-    a simulated corpus's mutants, fraction and faults; a --from corpus's --merge-runs)."""
+    a simulated corpus's mutants, fraction and faults; a --from corpus's --merge-runs, --group, --format and
+    --log-timezone)."""
     import shlex
 
     dirs = sorted(str(p) for p in REAL.iterdir() if p.is_dir())[:2]
     old = tmp_path / "old"
-    argv = [a.replace("{real0}", dirs[0]).replace("{real1}", dirs[1]) for a in write]
+    argv = [a.replace("{real0}", dirs[0]).replace("{real1}", dirs[1]).replace("{kafkatest}", str(REAL / "kafkatest-range"))
+            .replace("{kafka-python}", str(REAL / "kafka-python-range")) for a in write]
     assert main(["corpus", *argv, "--out", str(old)]) == 0
     info = json.loads((old / "input.json").read_text())
     info["layout"] = LAYOUT - 1

@@ -149,3 +149,19 @@ def test_repeated_client_ids_across_logs_name_members_by_file(tmp_path: Path) ->
     assert [(s.member, s.named_by_file) for s in p.sources] == [("c1", True), ("c2", True)]
     alone = plan([str(logs / "c1.log")]).sources[0]
     assert alone.member_name("consumer-g-cs-1") == "consumer-g-cs-1"
+
+
+@pytest.mark.parametrize("last", [
+    ev("partitions_revoked", 99, partitions="t-0"),
+    ev("records_consumed", 99, count=1, auto_offset_reset="smallest",
+       partitions=[{"topic": "t", "partition": 0, "count": 1, "minOffset": 0, "maxOffset": 0}]),
+    ev("coordinator_stable", 99, group="g", generation=1, members="a"),
+], ids=["ownership", "poll-context", "coordinator"])
+def test_the_time_window_is_that_of_the_events_used(last: dict[str, object], tmp_path: Path) -> None:
+    """A line the checker refuses is no event (docs/check.md, "Input that cannot be used"): a trace whose first and
+    last lines are refused reports the times of its first and last events used, not theirs."""
+    events = [ev("partitions_assigned", 5, partitions="t-0"), ev("startup_complete", 10),
+              ev("partitions_assigned", 15, parts=[0]), ev("shutdown_complete", 20), last]
+    inp = run(write_jsonl(tmp_path / "a.jsonl", events))["input"]
+    assert inp["skipped"] == {"bad-field": 2} and inp["events"] == 3
+    assert (inp["first_timestamp"], inp["last_timestamp"]) == (10, 20)
