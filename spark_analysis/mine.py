@@ -144,7 +144,8 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     member = member_rows(events, config.default_protocol)
     rows = keep(pack(member, ROWS_PACKED), ROWS_PACKED, member)
     iv = keep(intervals(rows))
-    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group)
+    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group,
+                             inv.named_ids(events))
     found = (inv.overlap_findings(ov)
              .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))
