@@ -112,7 +112,8 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"),
-                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"))
+                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"),
+                   F.col("o.end_part").alias("end_part"))
     ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
@@ -278,15 +279,15 @@ def undecided_notes(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def undecided_overlaps(ov: DataFrame) -> DataFrame:
     """Per group, the overlaps :func:`judged_overlaps` could not decide (``group, what, policy, n``, the unchecked
     rows' shape) with the first one as the checker words its example (``detail``; the checker judges an overlap when
-    its old owner lets go, so the first is the earliest end; several at one end: by partition, where the checker
-    keeps the event's order)."""
+    its old owner lets go, so the first is the earliest end; several at one end in the checker's order: a revoke's
+    partitions as the event lists them, a shutdown's by partition, and one partition's overlaps as they began)."""
     und = ov.filter(F.col("undecided"))
     example = F.format_string("%s / %s %s at %d ms: the coordinator removed member %s (%s, %s)", F.col("old"),
                               F.col("new"), _label(), F.col("start"), F.col("unnamed_removal.r_member_id"),
                               F.col("unnamed_removal.r_reason"), F.col("unnamed_removal.r_where"))
     return und.groupBy("group").agg(F.count(F.lit(1)).alias("n"),
-                                    F.min_by(example, F.struct(F.col("end.seq"), F.col("start_seq"), "topic",
-                                                                        "partition")).alias("detail")) \
+                                    F.min_by(example, F.struct(F.col("end.seq"), "end_part", "topic", "partition",
+                                                                        "start_seq")).alias("detail")) \
         .select("group", F.lit(UNDECIDED).alias("what"), F.lit(None).cast("string").alias("policy"), "n", "detail")
 
 

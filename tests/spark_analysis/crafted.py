@@ -590,6 +590,15 @@ SETS["undecided-named-later"] = {
     "c": [ev("coordinator_member_removed", 15_000, member_id="a-1", **_REMOVED)],
 }
 
+# two overlaps one revoke closes, its partitions listed out of order (t-1, then t-0): the note's example is the first
+# the checker judges, t-1 (_let_go releases in the event's order); the job gave t-0 until h30-undecided
+SETS["undecided-revoke-order"] = {
+    "a": [_start(group="g"), ev("partitions_assigned", 10_000, parts=[0, 1], group="g"),
+          ev("partitions_revoked", 30_000, parts=[1, 0], group="g"), _stop(40_000)],
+    "b": [_start(group="g"), ev("partitions_assigned", 20_000, parts=[0, 1], group="g"), _stop(50_000)],
+    "c": [ev("coordinator_member_removed", 15_000, member_id="x-1", **_REMOVED)],
+}
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator
