@@ -457,7 +457,7 @@ def checker_run(pool_dir: Path, groups: int) -> dict[str, Any]:
 
 # the functions mine.plan calls, by module (spark_analysis.<name>): profile() records what each call returns
 PLAN_CALLS = {
-    "invariants": ("group_generations", "removals", "judged_overlaps", "overlap_findings", "revoked_then_assigned",
+    "invariants": ("group_generations", "removals", "named_ids", "judged_overlaps", "overlap_findings", "revoked_then_assigned",
                    "unowned", "stale_commits", "generation_down", "eager_not_revoked", "undecided_overlaps"),
     "mine": ("member_rows", "intervals"),
     "rejected": ("rejected_generations",),
