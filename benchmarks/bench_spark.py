@@ -357,20 +357,28 @@ judged0 AS (
          coalesce(coop AND e_kind = 'revoked' AND e_gen IS NOT NULL AND e_gen = new_gen, false) AS rba
   FROM ov LEFT JOIN rem USING ("group", topic, "partition", old, new, start_seq)
           LEFT JOIN act USING ("group", topic, "partition", old, new, start_seq)),
-ids AS (SELECT DISTINCT member_id AS k_mid, regexp_extract("group", '^([^/]*/)', 1) AS k_set
-        FROM m WHERE member_id IS NOT NULL),
+named AS (
+  SELECT * FROM (
+    SELECT regexp_extract("group", '^([^/]*/)', 1) AS k_set, CASE WHEN member_id <> '' THEN member_id END AS k_mid,
+           seq AS k_from, lead(seq) OVER (PARTITION BY "group", member ORDER BY seq) AS k_to
+    FROM ev WHERE member IS NOT NULL AND part = 0 AND (member_id <> '' OR name = 'startup_complete'))
+  WHERE k_mid IS NOT NULL),
 unn AS (
-  SELECT x."group" AS r_group, regexp_extract(x."group", '^([^/]*/)', 1) AS r_set, x.timestamp AS r_ts
+  SELECT x."group" AS r_group, regexp_extract(x."group", '^([^/]*/)', 1) AS r_set, x.timestamp AS r_ts,
+         x.member_id AS r_mid
   FROM ev x WHERE x.name = 'coordinator_member_removed' AND x.member_id IS NOT NULL
-   AND coalesce(x.reason, 'removed') <> 'left'
-   AND NOT EXISTS (SELECT 1 FROM ids WHERE k_mid = x.member_id AND k_set = regexp_extract(x."group", '^([^/]*/)', 1))),
+   AND coalesce(x.reason, 'removed') <> 'left'),
 judged AS (
   SELECT *, NOT zombie AND NOT tolerated AND has_act IS NULL AND old_mid IS NULL
             AND NOT (new_gen IS NOT NULL AND e_gen IS NOT NULL)
             AND EXISTS (SELECT 1 FROM unn WHERE (unn.r_group = j."group"
                           OR ((j."group" = '{default_group}' OR j."group" LIKE '%/{default_group}')
                               AND unn.r_set = regexp_extract(j."group", '^([^/]*/)', 1)))
-                        AND unn.r_ts >= coalesce(j.old_first_ts, 0) AND unn.r_ts <= j.start + {skew_ms}) AS undecided
+                        AND unn.r_ts >= coalesce(j.old_first_ts, 0) AND unn.r_ts <= j.start + {skew_ms}
+                        AND NOT EXISTS (SELECT 1 FROM named WHERE k_set = unn.r_set AND k_mid = unn.r_mid
+                                        AND (k_from < j.e_seq OR (k_from = j.e_seq AND j.e_kind <> 'killed'))
+                                        AND (k_to IS NULL OR k_to > j.e_seq
+                                             OR (k_to = j.e_seq AND j.e_kind = 'killed')))) AS undecided
   FROM judged0 j),
 u0 AS (
   SELECT "group", member, topic, "partition", name, owned_before, known, "offset",
@@ -449,7 +457,7 @@ def checker_run(pool_dir: Path, groups: int) -> dict[str, Any]:
 
 # the functions mine.plan calls, by module (spark_analysis.<name>): profile() records what each call returns
 PLAN_CALLS = {
-    "invariants": ("group_generations", "removals", "judged_overlaps", "overlap_findings", "revoked_then_assigned",
+    "invariants": ("group_generations", "removals", "named_ids", "judged_overlaps", "overlap_findings", "revoked_then_assigned",
                    "unowned", "stale_commits", "generation_down", "eager_not_revoked", "undecided_overlaps"),
     "mine": ("member_rows", "intervals"),
     "rejected": ("rejected_generations",),

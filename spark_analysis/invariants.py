@@ -33,6 +33,7 @@ from spark_analysis.ownership import (
     JOINED,
     RECORD_DATA,
     REMOVED,
+    STARTUP,
     TP_WINDOW,
     UNB,
     commit_entry_ok,
@@ -82,18 +83,24 @@ def finding(invariant: str | Column, severity: str, members: Column, partitions:
 
 
 def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
-             keep: Callable[[DataFrame], DataFrame] = lambda df: df, default_group: str = "default") -> DataFrame:
+             keep: Callable[[DataFrame], DataFrame] = lambda df: df, default_group: str = "default",
+             named: DataFrame | None = None) -> DataFrame:
     """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap
     (:func:`judged_overlaps`, then :func:`overlap_findings`)."""
-    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, default_group))
+    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, default_group, named))
 
 
 def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
                     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
-                    default_group: str = "default") -> DataFrame:
+                    default_group: str = "default", named: DataFrame | None = None) -> DataFrame:
     """Every overlap with what judges it: ``new`` assigned a partition while ``old`` held it (old started
     before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
+    ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus -- left out, of ``rows``,
+    which lack the client-log lines a callback trace supersedes (the benchmark's core, whose generated corpus has no
+    client logs).
     """
+    if named is None:
+        named = named_ids(rows)
     n = iv.alias("n")
     o = iv.alias("o")
     ov = n.join(o, (F.col("n.group") == F.col("o.group")) & (F.col("n.topic") == F.col("o.topic"))
@@ -105,7 +112,8 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"),
-                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"))
+                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"),
+                   F.col("o.end_part").alias("end_part"))
     ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
     key = ["group", "topic", "partition", "old", "new", "start_seq"]
@@ -148,36 +156,34 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     tolerated = (end["source"] != F.col("new_source")) & (t_end - F.col("start") <= skew_ms)
     ov = ov.withColumn("why", why).withColumn("zombie", F.col("why").isNotNull()).withColumn("tolerated", tolerated)
     # The checker's _unnamed_removal: an overlap the generations do not decide, whose old owner carries no member
-    # id, while the coordinator removed (not a leave) a member id no traced member has, after the old owner's
-    # first event and by the assignment: the old owner may have been that member (a zombie) or a late revoker.
-    # Undecidable: no finding, a partial unchecked note. Approximations: "no traced member has it" reads every
-    # member id the members ever named (the checker: their ids at that moment), and a member whose group is the
-    # default one is taken as never having named its group (the checker: Member.group_explicit), so every group's
-    # removals count. A corpus that holds several sets of traces with their groups prefixed ("SET/group":
-    # corpus.from_traces' group_prefix) is judged set by set, as the checker judges each set: ids and removals
-    # count within the set (the text up to the first "/" of a group name; none: the whole corpus).
+    # id, while the coordinator removed (not a leave) a member id no traced member has when the old owner lets go,
+    # after the old owner's first event and by the assignment: the old owner may have been that member (a zombie) or
+    # a late revoker. Undecidable: no finding, a partial unchecked note. "No traced member has it" is the checker's
+    # known ids at its judgement (_judge runs when the old owner lets go): a member's id then (named_ids' spans) --
+    # not one it had before it rejoined with another (another process's, but the checker no longer sees it), nor one
+    # it names only later (it may be the old owner's own). A member whose group is the default one is taken as never
+    # having named its group (the checker: Member.group_explicit), so every group's removals count. A corpus that
+    # holds several sets of traces with their groups prefixed ("SET/group": corpus.from_traces' group_prefix) is
+    # judged set by set, as the checker judges each set: ids and removals count within the set (the text up to the
+    # first "/" of a group name; none: the whole corpus).
     open_ = ~F.col("zombie") & ~F.col("tolerated") & F.col("activity").isNull() & F.col("old_mid").isNull() & ~by_gen
 
-    def trace_set(group: Column) -> Column:
-        return F.regexp_extract(group, r"^([^/]*/)", 1)
-
-    # (a member id said only on client-log ownership lines the member rows drop -- a KIP-848 consumer's, whose log
-    # has no JoinGroup line -- is the member's on its next assignment row: mid_ff, read there as the checker's
-    # _context reads it before _callback_superseded)
-    said_id = F.coalesce(F.col("member_id"), F.col("mid_ff"))
-    ids = rows.filter(said_id.isNotNull()).select(
-        said_id.alias("k_member_id"), trace_set(F.col("group")).alias("k_set")).distinct()
     unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group")))
-    unnamed = unnamed.join(ids, (unnamed["r_member_id"] == ids["k_member_id"]) & (unnamed["r_set"] == ids["k_set"]),
-                           "left_anti")
-    cands = ov.filter(open_).select(*key, "start", "old_first_ts")
+    cands = ov.filter(open_).select(*key, "start", "old_first_ts", "end")
     g = cands["group"]
     unnamed_group = (g == F.lit(default_group)) | g.endswith("/" + default_group)
-    match = (cands.join(unnamed, ((g == unnamed["r_group"]) | (unnamed_group & (unnamed["r_set"] == trace_set(g))))
-                        & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
-                        & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
-             .groupBy(*[cands[k] for k in key])
-             .agg(F.max_by(F.struct("r_member_id", "r_reason", "r_where"), "r_seq").alias("unnamed_removal")))
+    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (unnamed_group & (unnamed["r_set"] == trace_set(g))))
+                       & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
+                       & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
+    # the removed id, a member's at the judgement: the old owner's end event is read before it lets go (its
+    # _context runs first), but a restart ends what it owned before it forgets the old member id (_startup)
+    at, killed = pairs["end.seq"], pairs["end.kind"] == "killed"
+    since = (named["k_from"] < at) | ((named["k_from"] == at) & ~killed)
+    until = named["k_to"].isNull() | (named["k_to"] > at) | ((named["k_to"] == at) & killed)
+    pairs = pairs.join(named, (pairs["r_set"] == named["k_set"]) & (pairs["r_member_id"] == named["k_member_id"])
+                       & since & until, "left_anti")
+    match = pairs.groupBy(*[pairs[k] for k in key]).agg(
+        F.max_by(F.struct("r_member_id", "r_reason", "r_where"), "r_seq").alias("unnamed_removal"))
     # read twice: by the findings and by the unchecked rows
     return keep(ov.join(match, key, "left").withColumn("undecided", open_ & F.col("unnamed_removal").isNotNull()))
 
@@ -232,6 +238,25 @@ def overlap_findings(ov: DataFrame) -> DataFrame:
     return out.select("f.*")
 
 
+def trace_set(group: Column) -> Column:
+    """The trace set of a group of a corpus whose groups are prefixed ("SET/group"): "SET/", else ""."""
+    return F.regexp_extract(group, r"^([^/]*/)", 1)
+
+
+def named_ids(events: DataFrame) -> DataFrame:
+    """When each member id was a member's, as the checker keeps ``Member.member_id``: from the member's event that
+    names it (``k_from``, its ``seq``) to its next event that names one or restarts it (``k_to``; null: to the end),
+    with the trace set (``k_set``, :func:`trace_set`). Read from every member event, client-log lines whose
+    callbacks are traced elsewhere too (the checker's ``_context`` reads them before ``_callback_superseded``).
+    A few rows per member; one sort of them inside the group partitions."""
+    said = F.when(F.col("member_id") != "", F.col("member_id"))
+    marks = events.filter(F.col("member").isNotNull() & (F.col("part") == 0)
+                          & (said.isNotNull() | (F.col("name") == STARTUP)))
+    after = F.lead("seq").over(Window.partitionBy("group", "member").orderBy("seq"))
+    return marks.select(trace_set(F.col("group")).alias("k_set"), said.alias("k_member_id"),
+                        F.col("seq").alias("k_from"), after.alias("k_to")).filter(F.col("k_member_id").isNotNull())
+
+
 def removals(events: DataFrame) -> DataFrame:
     """The coordinator's member removals (``coordinator_member_removed``): group, member id, when."""
     return events.filter((F.col("name") == REMOVED) & F.col("member_id").isNotNull()).select(
@@ -254,15 +279,15 @@ def undecided_notes(counts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def undecided_overlaps(ov: DataFrame) -> DataFrame:
     """Per group, the overlaps :func:`judged_overlaps` could not decide (``group, what, policy, n``, the unchecked
     rows' shape) with the first one as the checker words its example (``detail``; the checker judges an overlap when
-    its old owner lets go, so the first is the earliest end; several at one end: by partition, where the checker
-    keeps the event's order)."""
+    its old owner lets go, so the first is the earliest end; several at one end in the checker's order: a revoke's
+    partitions as the event lists them, a shutdown's by partition, and one partition's overlaps as they began)."""
     und = ov.filter(F.col("undecided"))
     example = F.format_string("%s / %s %s at %d ms: the coordinator removed member %s (%s, %s)", F.col("old"),
                               F.col("new"), _label(), F.col("start"), F.col("unnamed_removal.r_member_id"),
                               F.col("unnamed_removal.r_reason"), F.col("unnamed_removal.r_where"))
     return und.groupBy("group").agg(F.count(F.lit(1)).alias("n"),
-                                    F.min_by(example, F.struct(F.col("end.seq"), F.col("start_seq"), "topic",
-                                                                        "partition")).alias("detail")) \
+                                    F.min_by(example, F.struct(F.col("end.seq"), "end_part", "topic", "partition",
+                                                                        "start_seq")).alias("detail")) \
         .select("group", F.lit(UNDECIDED).alias("what"), F.lit(None).cast("string").alias("policy"), "n", "detail")
 
 

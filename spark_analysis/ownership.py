@@ -262,7 +262,8 @@ def intervals(rows: DataFrame) -> DataFrame:
     release = F.last(F.when(F.col("is_release"), F.struct(
         F.col("seq").alias("seq"), F.col("timestamp").alias("ts"),
         F.when(name == LOST, F.lit("lost")).otherwise(F.lit("revoked")).alias("kind"),
-        F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"))), True)
+        F.col("gen_ff").alias("gen"), F.col("source").alias("source"), ev_where.alias("where"),
+        F.col("part").alias("part"))), True)
     # Only the rows an interval starts at (is_new) or may end at (a release, a lifetime's end) take part: the
     # next release or lifetime end after a row is the same among them as among all the member's rows, and what
     # an interval reads of the member's other rows (its first and last) member_rows keeps on the assignment
@@ -278,13 +279,17 @@ def intervals(rows: DataFrame) -> DataFrame:
     eof = F.struct(F.lit(EOF_SEQ).cast("long").alias("seq"), F.greatest(last["ts"], "timestamp").alias("ts"),
                    F.lit("eof").alias("kind"), F.col("member_last_gen").alias("gen"), last["source"].alias("source"),
                    F.concat(last["source"], F.lit(":end")).alias("where"))
-    end = F.when(by_release, rel).when(life.isNotNull(), life).otherwise(eof)
+    end = F.when(by_release, rel.dropFields("part")).when(life.isNotNull(), life).otherwise(eof)
     return new.select(
         "group", "member", "topic", "partition", "inc",
         F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
         ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
         (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
-        last["first_ts"].alias("member_first_ts"), end.alias("end"))
+        last["first_ts"].alias("member_first_ts"), end.alias("end"),
+        # where in the releasing event the partition is listed (null for an end of lifetime or of the trace): the
+        # checker releases a revoke's or a loss's partitions in the event's order (Checker._let_go), the rest in
+        # partition order (_end_incarnation, finish)
+        F.when(by_release, rel["part"]).alias("end_part"))
 
 
 def event_level(rows: DataFrame, *extra: Any) -> DataFrame:
