@@ -174,16 +174,17 @@ def _rewrite_hint(corpus: Path, info: dict[str, Any]) -> str:
         # "all inputs" is the label traces.runs.split gives the one run of --merge-runs: without the flag the
         # same paths are written as one run per directory, other groups ("GROUP @ RUN")
         merge = " --merge-runs" if len(runs) == 1 and runs[0].get("run") == "all inputs" else ""
+        command = f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge}"
         read_with = info.get("read_with")
         if not isinstance(read_with, dict):
             # written before h30-left recorded them: the command names none, and says so (a default in its place
             # could read the traces otherwise than they were read)
-            return (f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge} --out NEWDIR (with the "
-                    "--group, --format and --log-timezone it was written with, if any: this corpus did not record them)")
+            return (f"{command} --out NEWDIR (with the --group, --format and --log-timezone it was written with, if "
+                    "any: this corpus did not record them)")
         # a null format was detected per file: no --format
         options = "".join(f" {flag} {shlex.quote(value)}" for key, flag in _READ_WITH
                           if isinstance(value := read_with.get(key), str))
-        return f"groupspec corpus --from {' '.join(map(shlex.quote, paths))}{merge}{options} --out NEWDIR"
+        return f"{command}{options} --out NEWDIR"
     try:
         truth = read_truth(corpus)
     except (OSError, ValueError):
