@@ -39,6 +39,7 @@ from traces.delivery import OFFSET_CONFIG
 from traces.detect import plan as make_plan
 from traces.merge import merged
 from traces.readers import JSONL_FORMATS
+from traces.readers.logtime import zone_text
 from traces.runs import require_events, shared_member_text, shared_members, stray_files
 from traces.runs import split as split_runs
 from traces.schema import BAD_FIELD, BadField, InputStats, partitions_field
@@ -439,14 +440,7 @@ def read_with(fmt: str | None, default_group: str, naive_offset_ms: int | None) 
     the option takes it (``format`` null: detected per file), so that the command that writes the corpus again
     (``layout._rewrite_hint``) reads the traces as they were read. Every value is recorded, the defaults too: that
     command is run by a later groupspec, whose defaults may be others."""
-    if naive_offset_ms is None:
-        zone = "local"
-    elif naive_offset_ms == 0:
-        zone = "UTC"
-    else:
-        hours, minutes = divmod(abs(naive_offset_ms) // 60_000, 60)
-        zone = f"{'-' if naive_offset_ms < 0 else '+'}{hours:02d}:{minutes:02d}"
-    return {"group": default_group, "format": fmt, "log_timezone": zone}
+    return {"group": default_group, "format": fmt, "log_timezone": zone_text(naive_offset_ms)}
 
 
 def from_runs(paths: Sequence[str], out: Path, *, fmt: str | None = None, default_group: str = "default",

@@ -13,7 +13,7 @@ import pytest
 from tests.traces.support import REAL, SAMPLES, findings, run
 from traces.detect import plan
 from traces.merge import merged
-from traces.readers.logtime import java_tp_list, leading_timestamp, parse_zone
+from traces.readers.logtime import java_tp_list, leading_timestamp, parse_zone, zone_text
 from traces.schema import InputStats, TraceInputError
 
 
@@ -42,6 +42,9 @@ def test_log_timestamps() -> None:
     assert leading_timestamp("2024-05-02 11:00:00,000", 3_600_000)[0] == 1714644000000  # type: ignore[index]
     assert leading_timestamp("INFO no time here") is None
     assert parse_zone("UTC") == 0 and parse_zone("local") is None and parse_zone("-05:30") == -19_800_000
+    # the text corpus --from records as its --log-timezone (input.json's read_with) reads back as the same zone
+    for offset in (None, 0, -19_800_000, 7_200_000):
+        assert parse_zone(zone_text(offset)) == offset
     with pytest.raises(ValueError):
         parse_zone("Mars/Olympus")
 

@@ -61,6 +61,16 @@ def parse_zone(text: str) -> int | None:
     return sign * (int(m.group(2)) * 60 + int(m.group(3))) * 60_000
 
 
+def zone_text(offset_ms: int | None) -> str:
+    """The text :func:`parse_zone` reads back as ``offset_ms``: None -> ``local``, 0 -> ``UTC``, else ``+HH:MM``."""
+    if offset_ms is None:
+        return "local"
+    if offset_ms == 0:
+        return "UTC"
+    hours, minutes = divmod(abs(offset_ms) // 60_000, 60)
+    return f"{'-' if offset_ms < 0 else '+'}{hours:02d}:{minutes:02d}"
+
+
 def leading_timestamp(line: str, naive_offset_ms: int | None = None) -> tuple[int, int] | None:
     """``(epoch ms, end of the timestamp in line)`` for a timestamp at the start of ``line``, or None."""
     m = _TS.match(line)
