@@ -83,16 +83,15 @@ def finding(invariant: str | Column, severity: str, members: Column, partitions:
 
 
 def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
-             keep: Callable[[DataFrame], DataFrame] = lambda df: df, default_group: str = "default",
-             named: DataFrame | None = None) -> DataFrame:
+             keep: Callable[[DataFrame], DataFrame] = lambda df: df, named: DataFrame | None = None) -> DataFrame:
     """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap
     (:func:`judged_overlaps`, then :func:`overlap_findings`)."""
-    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, default_group, named))
+    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, named))
 
 
 def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
                     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
-                    default_group: str = "default", named: DataFrame | None = None) -> DataFrame:
+                    named: DataFrame | None = None) -> DataFrame:
     """Every overlap with what judges it: ``new`` assigned a partition while ``old`` held it (old started
     before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
     ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus -- left out, of ``rows``,
@@ -112,7 +111,8 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"),
-                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"),
+                   F.col("o.member_first_ts").alias("old_first_ts"),
+                   F.col("o.group_named").alias("old_group_named"), F.col("o.end").alias("end"),
                    F.col("o.end_part").alias("end_part"))
     ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
@@ -161,18 +161,21 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     # a late revoker. Undecidable: no finding, a partial unchecked note. "No traced member has it" is the checker's
     # known ids at its judgement (_judge runs when the old owner lets go): a member's id then (named_ids' spans) --
     # not one it had before it rejoined with another (another process's, but the checker no longer sees it), nor one
-    # it names only later (it may be the old owner's own). A member whose group is the default one is taken as never
-    # having named its group (the checker: Member.group_explicit), so every group's removals count. A corpus that
-    # holds several sets of traces with their groups prefixed ("SET/group": corpus.from_traces' group_prefix) is
-    # judged set by set, as the checker judges each set: ids and removals count within the set (the text up to the
-    # first "/" of a group name; none: the whole corpus).
+    # it names only later (it may be the old owner's own). The removals counted are those of the old owner's group
+    # if it had named its group, else of every group (the checker: Member.group_explicit, the corpus's group_named,
+    # the old owner's at its assignment: a member names its group anew only by a move, while it owns nothing). A
+    # corpus that holds several sets of traces with their groups prefixed ("SET/group": corpus.from_traces'
+    # group_prefix) is judged set by set, as the checker judges each set: ids and removals count within the set
+    # (the text up to the first "/" of a group name; none: the whole corpus).
     open_ = ~F.col("zombie") & ~F.col("tolerated") & F.col("activity").isNull() & F.col("old_mid").isNull() & ~by_gen
 
     unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group")))
-    cands = ov.filter(open_).select(*key, "start", "old_first_ts", "end")
+    cands = ov.filter(open_).select(*key, "start", "old_first_ts", "old_group_named", "end")
     g = cands["group"]
-    unnamed_group = (g == F.lit(default_group)) | g.endswith("/" + default_group)
-    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (unnamed_group & (unnamed["r_set"] == trace_set(g))))
+    # null (a corpus without input.json, from before the column): not named, every group's removals -- the side
+    # that leaves an overlap undecided rather than guess a violation
+    every_group = ~F.coalesce(cands["old_group_named"], F.lit(False))
+    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (every_group & (unnamed["r_set"] == trace_set(g))))
                        & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
                        & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
     # the removed id, a member's at the judgement: the old owner's end event is read before it lets go (its

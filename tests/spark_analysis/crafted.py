@@ -599,6 +599,26 @@ SETS["undecided-revoke-order"] = {
     "c": [ev("coordinator_member_removed", 15_000, member_id="x-1", **_REMOVED)],
 }
 
+# Whose removals count: an old owner that never named its group is judged against every group's removals, one that
+# did against its own group's (Checker._unnamed_removal: Member.group_explicit). a and b name the default group,
+# "default", and x-1 is removed from group h: b's overlap with a is a single-owner violation. The corpus wrote only
+# the resolved group until h31-known, and the job took a and b for members that name none (undecided, the note).
+_IN_DEFAULT = {"group": "default"}
+SETS["undecided-named-default"] = {
+    "a": [_start(**_IN_DEFAULT), ev("partitions_assigned", 10_000, parts=[0], **_IN_DEFAULT),
+          ev("partitions_revoked", 30_000, parts=[0], **_IN_DEFAULT), _stop(40_000)],
+    "b": [_start(**_IN_DEFAULT), ev("partitions_assigned", 20_000, parts=[0], **_IN_DEFAULT), _stop(50_000)],
+    "c": [ev("coordinator_member_removed", 15_000, member_id="x-1", **{**_REMOVED, "group": "h"})],
+}
+# the control: a and b name no group (the default one is theirs all the same), so h's removal counts: undecided on
+# both sides
+SETS["undecided-no-group"] = {
+    "a": [_start(), ev("partitions_assigned", 10_000, parts=[0]), ev("partitions_revoked", 30_000, parts=[0]),
+          _stop(40_000)],
+    "b": [_start(), ev("partitions_assigned", 20_000, parts=[0]), _stop(50_000)],
+    "c": SETS["undecided-named-default"]["c"],
+}
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator
