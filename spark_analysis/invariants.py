@@ -36,6 +36,7 @@ from spark_analysis.ownership import (
     STARTUP,
     TP_WINDOW,
     UNB,
+    UNF,
     commit_entry_ok,
     commit_ok,
     where,
@@ -99,7 +100,7 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     client logs).
     """
     if named is None:
-        named = named_ids(rows)
+        named = named_ids(rows, moves=False)
     n = iv.alias("n")
     o = iv.alias("o")
     ov = n.join(o, (F.col("n.group") == F.col("o.group")) & (F.col("n.topic") == F.col("o.topic"))
@@ -246,18 +247,37 @@ def trace_set(group: Column) -> Column:
     return F.regexp_extract(group, r"^([^/]*/)", 1)
 
 
-def named_ids(events: DataFrame) -> DataFrame:
+def named_ids(events: DataFrame, moves: bool = True) -> DataFrame:
     """When each member id was a member's, as the checker keeps ``Member.member_id``: from the member's event that
     names it (``k_from``, its ``seq``) to its next event that names one or restarts it (``k_to``; null: to the end),
     with the trace set (``k_set``, :func:`trace_set`). Read from every member event, client-log lines whose
     callbacks are traced elsewhere too (the checker's ``_context`` reads them before ``_callback_superseded``).
-    A few rows per member; one sort of them inside the group partitions."""
+    A few rows per member; one sort of them inside the group partitions.
+
+    A member that moved groups (``moves``: the corpus's ``moved_from``) keeps its id across the move, as the checker
+    keeps its ``Member``: its last id in the group it left is its id until its first event in the new group that
+    names one or restarts it (the carried id on its first row there, :mod:`spark_analysis.layout`, starts a span of
+    its own), found in the new group's rows and broadcast to the old group (a few rows: one per moved member).
+    ``moves`` False: the member rows (the benchmark's core), which carry ``moved_from`` in their context and whose
+    generated corpus moves no member."""
     said = F.when(F.col("member_id") != "", F.col("member_id"))
-    marks = events.filter(F.col("member").isNotNull() & (F.col("part") == 0)
-                          & (said.isNotNull() | (F.col("name") == STARTUP)))
-    after = F.lead("seq").over(Window.partitionBy("group", "member").orderBy("seq"))
-    return marks.select(trace_set(F.col("group")).alias("k_set"), said.alias("k_member_id"),
-                        F.col("seq").alias("k_from"), after.alias("k_to")).filter(F.col("k_member_id").isNotNull())
+    marked = said.isNotNull() | (F.col("name") == STARTUP)
+    member = events.filter(F.col("member").isNotNull() & (F.col("part") == 0))
+    wm = Window.partitionBy("group", "member").orderBy("seq")
+    spans = [F.col("group"), F.col("member"), trace_set(F.col("group")).alias("k_set"), said.alias("k_member_id"),
+             F.col("seq").alias("k_from"), F.lead("seq").over(wm).alias("k_to")]
+    if not moves:
+        return member.filter(marked).select(*spans[2:]).filter(F.col("k_member_id").isNotNull())
+    # the row that moved the member is its first in the new group (Checker._member moves a member once), a mark too
+    first_mark = F.min(F.when(marked, F.col("seq"))).over(wm.rowsBetween(UNB, UNF))
+    marks = member.filter(marked | F.col("moved_from").isNotNull()).select(
+        *spans, F.col("moved_from"), first_mark.alias("first_mark"))
+    left = marks.filter(F.col("moved_from").isNotNull()).select(F.col("moved_from").alias("group"), "member",
+                                                                 F.col("first_mark").alias("left"))
+    # in the old group none of the member's rows follow its move: its last span there is open (k_to null) until then
+    named = marks.filter(F.col("k_member_id").isNotNull()).drop("moved_from", "first_mark")
+    return named.join(F.broadcast(left), ["group", "member"], "left").select(
+        "k_set", "k_member_id", "k_from", F.coalesce(F.col("k_to"), F.col("left")).alias("k_to"))
 
 
 def removals(events: DataFrame) -> DataFrame:

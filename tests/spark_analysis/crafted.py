@@ -619,6 +619,28 @@ SETS["undecided-no-group"] = {
     "c": SETS["undecided-named-default"]["c"],
 }
 
+# A member that moves groups (Checker._member: from the default group, named by none of its events so far, to g, while
+# it owns nothing) keeps its member id until it names another or restarts, in whichever group: m names m-1, then moves
+# to g rejoining as m-2 ("undecided-moved-rejoined") or restarting ("undecided-moved-restarted"); m-1's removal in g
+# leaves a's overlap undecided, as m-1 was nobody's id when a let go. The job's known ids followed a member within a
+# group until h31-known, and kept m-1 as m's in the default group to the end: a single-owner violation. The control
+# ("undecided-moved-kept"): m moves on a SyncGroup answer that names no member id, so m-1 is still its id -- a
+# violation on both sides.
+def _moved_owner(*moving: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "a": [_start(group="g"), ev("partitions_assigned", 10_000, parts=[0], group="g"),
+              ev("partitions_revoked", 30_000, parts=[0], group="g"), _stop(40_000)],
+        "b": [_start(group="g"), ev("partitions_assigned", 20_000, parts=[0], group="g"), _stop(50_000)],
+        "m": [_start(), ev("group_joined", 1_000, member_id="m-1"), *moving, _stop(50_000)],
+        "c": [ev("coordinator_member_removed", 15_000, member_id="m-1", **_REMOVED)],
+    }
+
+
+SETS["undecided-moved-rejoined"] = _moved_owner(ev("group_joined", 5_000, group="g", member_id="m-2"))
+SETS["undecided-moved-restarted"] = _moved_owner(_start(5_000, group="g"))
+SETS["undecided-moved-kept"] = _moved_owner(ev("group_synced", 5_000, group="g", generation=1),
+                                            ev("group_joined", 35_000, group="g", member_id="m-3"))
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator

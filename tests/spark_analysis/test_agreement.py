@@ -249,13 +249,17 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     # "undecided-*": one that rejoined with another, one named only later, and the control, still named: a violation);
     # the note's example is the first overlap the checker judges ("undecided-revoke-order": a revoke's order); another
     # group's removal counts for an old owner that named no group, not for one that named the default group
-    # ("undecided-no-group", "undecided-named-default": a violation)
-    assert sorted(undecided) == ["crafted-undecided-named-later", "crafted-undecided-no-group",
+    # ("undecided-no-group", "undecided-named-default": a violation); a member that moved groups keeps its id until it
+    # names another or restarts, in the new group ("undecided-moved-rejoined", "-restarted", and the control, whose
+    # first event in the new group names none, "-kept": a violation)
+    assert sorted(undecided) == ["crafted-undecided-moved-rejoined", "crafted-undecided-moved-restarted",
+                                 "crafted-undecided-named-later", "crafted-undecided-no-group",
                                  "crafted-undecided-rejoined-id", "crafted-undecided-revoke-order",
                                  "real-vc-stall-zombie-output-only"], \
         "an undecided overlap is compared, and only there"
     assert sorted(k[:4] for k in expected if k[0].startswith("crafted-undecided-")) == \
-        [("crafted-undecided-named-default/default", "single-owner", "violation", ["a", "b"]),
+        [("crafted-undecided-moved-kept/g", "single-owner", "violation", ["a", "b"]),
+         ("crafted-undecided-named-default/default", "single-owner", "violation", ["a", "b"]),
          ("crafted-undecided-named-id/g", "single-owner", "violation", ["a", "b"])]
     # single-owner and zombie-overlap word why the old owner was a zombie, and cite where its trace ended, alike
     assert _zombies(samples_mined["violations"] + samples_mined["warnings"]) == sorted(zombies)
