@@ -324,6 +324,7 @@ r AS (
 iv0 AS (
   SELECT "group", member, topic, "partition", seq AS s, timestamp AS ts, source AS src,
          CASE WHEN gen_ff >= 0 THEN gen_ff END AS g, proto = 'cooperative' AS coop, mid_ff AS mid, first_ts,
+         group_named AS named,
          CASE WHEN rel IS NOT NULL AND (lif IS NULL OR rel.seq < lif.seq) THEN rel
               WHEN lif IS NOT NULL THEN lif
               ELSE struct_pack(seq := 4611686018427387904, ts := greatest(last_ts, timestamp), kind := 'eof',
@@ -334,6 +335,7 @@ iv AS (SELECT * EXCLUDE (e), e.seq AS e_seq, e.ts AS e_ts, e.kind AS e_kind, e.g
 ov AS (
   SELECT n."group", n.topic, n."partition", o.member AS old, n.member AS new, n.s AS start_seq, n.ts AS start,
          n.src AS new_source, n.g AS new_gen, n.coop, o.mid AS old_mid, o.first_ts AS old_first_ts,
+         o.named AS old_named,
          o.e_seq, o.e_ts, o.e_kind, o.e_gen, o.e_source
   FROM iv n JOIN iv o ON n."group" = o."group" AND n.topic = o.topic AND n."partition" = o."partition"
    AND n.member <> o.member AND o.s < n.s AND n.s < o.e_seq),
@@ -372,7 +374,7 @@ judged AS (
   SELECT *, NOT zombie AND NOT tolerated AND has_act IS NULL AND old_mid IS NULL
             AND NOT (new_gen IS NOT NULL AND e_gen IS NOT NULL)
             AND EXISTS (SELECT 1 FROM unn WHERE (unn.r_group = j."group"
-                          OR ((j."group" = '{default_group}' OR j."group" LIKE '%/{default_group}')
+                          OR (NOT coalesce(j.old_named, false)
                               AND unn.r_set = regexp_extract(j."group", '^([^/]*/)', 1)))
                         AND unn.r_ts >= coalesce(j.old_first_ts, 0) AND unn.r_ts <= j.start + {skew_ms}
                         AND NOT EXISTS (SELECT 1 FROM named WHERE k_set = unn.r_set AND k_mid = unn.r_mid
@@ -419,7 +421,7 @@ def duckdb_run(corpus: Path, threads: int, memory_limit: str = "8GB", spill: Pat
     names = ", ".join(f"'{a}'" for a in sorted(COOPERATIVE_ASSIGNORS)), \
         ", ".join(f"'{a}'" for a in sorted(EAGER_ASSIGNORS))
     n = con.execute(DUCKDB_CORE.format(events=corpus / "events", cooperative=names[0], eager=names[1],
-                                       skew_ms=CORE_SKEW_MS, default_group="default")).fetchone()
+                                       skew_ms=CORE_SKEW_MS)).fetchone()
     con.close()
     assert n is not None
     by_kind = dict(zip(CORE_KINDS, (int(x) for x in n), strict=True))

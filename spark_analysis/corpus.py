@@ -204,8 +204,10 @@ def _simulate_task(spec: CorpusSpec, indices: list[int], out: Path, task: int) -
         label = f"{group}.jsonl"
         for n, event in enumerate(trace, start=1):
             member = None if event["name"].startswith("coordinator_") else (event.get("member") or label)
+            # every simulated event names its group (the rows are written in it, and the checker reads the trace so),
+            # so each member has named its group from its first event on (Checker._member: Member.group_explicit)
             cols.add_event(event, group=group, member=member, seq=n, source=label, line=n, jsonl=True,
-                           fmt="groupspec")
+                           fmt="groupspec", group_named=None if member is None else event.get("group") is not None)
         truth[group] = entry
         events += len(trace)
     write_part(cols.table(), out, task)
@@ -385,8 +387,9 @@ class _MemberGroups:
     unsaid: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def place(self, member: str, event: dict[str, Any], ctx: MemberContext, superseded: bool,
-              file_group: str | None = None, source: str = "") -> tuple[str, dict[str, Any], Moved | None]:
-        """The event's group, the event as the corpus writes it (with the context a move carries), and its move
+              file_group: str | None = None, source: str = "") -> tuple[str, bool, dict[str, Any], Moved | None]:
+        """The event's group, whether its member has named its group by then (``group_named``: the checker's
+        ``Member.group_explicit``), the event as the corpus writes it (with the context a move carries), and its move
         columns (:mod:`spark_analysis.layout`; None when all are null); ``ctx``: its context fields as
         ``refuse_bad_context`` returned them; ``file_group``: the group of its file's events that name none (a
         callback trace paired with its client log, ``Source.group``), as the checker's ``_member`` takes it;
@@ -432,7 +435,7 @@ class _MemberGroups:
                 owned |= tps
             else:
                 owned -= tps
-        return current[0], written, moved
+        return current[0], current[1], written, moved
 
 
 def read_with(fmt: str | None, default_group: str, naive_offset_ms: int | None) -> dict[str, str | None]:
@@ -555,16 +558,17 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
         jsonl = source.format in jsonl_formats
         callback = member in plan.callback_members
         moved = None
+        named = None  # a coordinator event's: no member's
         if member is None or ctx is None:
             group = event.get("group") if isinstance(event.get("group"), str) else default_group
         else:
-            group, event, moved = groups.place(member, event, ctx, superseded=callback and not jsonl,
-                                               file_group=source.group, source=labels[src])
+            group, named, event, moved = groups.place(member, event, ctx, superseded=callback and not jsonl,
+                                                      file_group=source.group, source=labels[src])
             if moved is not None and moved[0] is not None:
                 moved = (group_prefix + moved[0] + group_suffix, *moved[1:])
         cols.add_event(event, group=group_prefix + group + group_suffix, member=member, seq=seq, source=labels[src], line=line,
                        jsonl=jsonl, callback=callback, fmt=source.format, commits_shown=source.commits_shown,
-                       moved=moved)
+                       moved=moved, group_named=named)
         events += 1
         per_source[src] += 1
         if len(cols) >= ROWS_PER_PART:

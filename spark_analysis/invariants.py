@@ -36,6 +36,7 @@ from spark_analysis.ownership import (
     STARTUP,
     TP_WINDOW,
     UNB,
+    UNF,
     commit_entry_ok,
     commit_ok,
     where,
@@ -83,16 +84,15 @@ def finding(invariant: str | Column, severity: str, members: Column, partitions:
 
 
 def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
-             keep: Callable[[DataFrame], DataFrame] = lambda df: df, default_group: str = "default",
-             named: DataFrame | None = None) -> DataFrame:
+             keep: Callable[[DataFrame], DataFrame] = lambda df: df, named: DataFrame | None = None) -> DataFrame:
     """single-owner, zombie-overlap and revoke-before-assign (assigned before the revoke), judged per overlap
     (:func:`judged_overlaps`, then :func:`overlap_findings`)."""
-    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, default_group, named))
+    return overlap_findings(judged_overlaps(iv, rows, removed, skew_ms, keep, named))
 
 
 def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
                     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
-                    default_group: str = "default", named: DataFrame | None = None) -> DataFrame:
+                    named: DataFrame | None = None) -> DataFrame:
     """Every overlap with what judges it: ``new`` assigned a partition while ``old`` held it (old started
     before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
     ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus -- left out, of ``rows``,
@@ -100,7 +100,7 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     client logs).
     """
     if named is None:
-        named = named_ids(rows)
+        named = named_ids(rows, moves=False)
     n = iv.alias("n")
     o = iv.alias("o")
     ov = n.join(o, (F.col("n.group") == F.col("o.group")) & (F.col("n.topic") == F.col("o.topic"))
@@ -112,7 +112,8 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
                    F.col("n.start_ts").alias("start"), F.col("n.start_source").alias("new_source"),
                    F.col("n.start_where").alias("new_where"), F.col("n.start_gen").alias("new_gen"),
                    F.col("n.coop").alias("coop"), F.col("o.start_mid").alias("old_mid"),
-                   F.col("o.member_first_ts").alias("old_first_ts"), F.col("o.end").alias("end"),
+                   F.col("o.member_first_ts").alias("old_first_ts"),
+                   F.col("o.group_named").alias("old_group_named"), F.col("o.end").alias("end"),
                    F.col("o.end_part").alias("end_part"))
     ov = keep(ov)  # read three times below
     # removed by the coordinator: the latest removal of the old member id before the judgement
@@ -161,18 +162,21 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     # a late revoker. Undecidable: no finding, a partial unchecked note. "No traced member has it" is the checker's
     # known ids at its judgement (_judge runs when the old owner lets go): a member's id then (named_ids' spans) --
     # not one it had before it rejoined with another (another process's, but the checker no longer sees it), nor one
-    # it names only later (it may be the old owner's own). A member whose group is the default one is taken as never
-    # having named its group (the checker: Member.group_explicit), so every group's removals count. A corpus that
-    # holds several sets of traces with their groups prefixed ("SET/group": corpus.from_traces' group_prefix) is
-    # judged set by set, as the checker judges each set: ids and removals count within the set (the text up to the
-    # first "/" of a group name; none: the whole corpus).
+    # it names only later (it may be the old owner's own). The removals counted are those of the old owner's group
+    # if it had named its group, else of every group (the checker: Member.group_explicit, the corpus's group_named,
+    # the old owner's at its assignment: a member names its group anew only by a move, while it owns nothing). A
+    # corpus that holds several sets of traces with their groups prefixed ("SET/group": corpus.from_traces'
+    # group_prefix) is judged set by set, as the checker judges each set: ids and removals count within the set
+    # (the text up to the first "/" of a group name; none: the whole corpus).
     open_ = ~F.col("zombie") & ~F.col("tolerated") & F.col("activity").isNull() & F.col("old_mid").isNull() & ~by_gen
 
     unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group")))
-    cands = ov.filter(open_).select(*key, "start", "old_first_ts", "end")
+    cands = ov.filter(open_).select(*key, "start", "old_first_ts", "old_group_named", "end")
     g = cands["group"]
-    unnamed_group = (g == F.lit(default_group)) | g.endswith("/" + default_group)
-    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (unnamed_group & (unnamed["r_set"] == trace_set(g))))
+    # null (a corpus without input.json, from before the column): not named, every group's removals -- the side
+    # that leaves an overlap undecided rather than guess a violation
+    every_group = ~F.coalesce(cands["old_group_named"], F.lit(False))
+    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (every_group & (unnamed["r_set"] == trace_set(g))))
                        & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
                        & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
     # the removed id, a member's at the judgement: the old owner's end event is read before it lets go (its
@@ -243,18 +247,37 @@ def trace_set(group: Column) -> Column:
     return F.regexp_extract(group, r"^([^/]*/)", 1)
 
 
-def named_ids(events: DataFrame) -> DataFrame:
+def named_ids(events: DataFrame, moves: bool = True) -> DataFrame:
     """When each member id was a member's, as the checker keeps ``Member.member_id``: from the member's event that
     names it (``k_from``, its ``seq``) to its next event that names one or restarts it (``k_to``; null: to the end),
     with the trace set (``k_set``, :func:`trace_set`). Read from every member event, client-log lines whose
     callbacks are traced elsewhere too (the checker's ``_context`` reads them before ``_callback_superseded``).
-    A few rows per member; one sort of them inside the group partitions."""
+    A few rows per member; one sort of them inside the group partitions.
+
+    A member that moved groups (``moves``: the corpus's ``moved_from``) keeps its id across the move, as the checker
+    keeps its ``Member``: its last id in the group it left is its id until its first event in the new group that
+    names one or restarts it (the carried id on its first row there, :mod:`spark_analysis.layout`, starts a span of
+    its own), found in the new group's rows and broadcast to the old group (a few rows: one per moved member).
+    ``moves`` False: the member rows (the benchmark's core), which carry ``moved_from`` in their context and whose
+    generated corpus moves no member."""
     said = F.when(F.col("member_id") != "", F.col("member_id"))
-    marks = events.filter(F.col("member").isNotNull() & (F.col("part") == 0)
-                          & (said.isNotNull() | (F.col("name") == STARTUP)))
-    after = F.lead("seq").over(Window.partitionBy("group", "member").orderBy("seq"))
-    return marks.select(trace_set(F.col("group")).alias("k_set"), said.alias("k_member_id"),
-                        F.col("seq").alias("k_from"), after.alias("k_to")).filter(F.col("k_member_id").isNotNull())
+    marked = said.isNotNull() | (F.col("name") == STARTUP)
+    member = events.filter(F.col("member").isNotNull() & (F.col("part") == 0))
+    wm = Window.partitionBy("group", "member").orderBy("seq")
+    spans = [F.col("group"), F.col("member"), trace_set(F.col("group")).alias("k_set"), said.alias("k_member_id"),
+             F.col("seq").alias("k_from"), F.lead("seq").over(wm).alias("k_to")]
+    if not moves:
+        return member.filter(marked).select(*spans[2:]).filter(F.col("k_member_id").isNotNull())
+    # the row that moved the member is its first in the new group (Checker._member moves a member once), a mark too
+    first_mark = F.min(F.when(marked, F.col("seq"))).over(wm.rowsBetween(UNB, UNF))
+    marks = member.filter(marked | F.col("moved_from").isNotNull()).select(
+        *spans, F.col("moved_from"), first_mark.alias("first_mark"))
+    left = marks.filter(F.col("moved_from").isNotNull()).select(F.col("moved_from").alias("group"), "member",
+                                                                 F.col("first_mark").alias("left"))
+    # in the old group none of the member's rows follow its move: its last span there is open (k_to null) until then
+    named = marks.filter(F.col("k_member_id").isNotNull()).drop("moved_from", "first_mark")
+    return named.join(F.broadcast(left), ["group", "member"], "left").select(
+        "k_set", "k_member_id", "k_from", F.coalesce(F.col("k_to"), F.col("left")).alias("k_to"))
 
 
 def removals(events: DataFrame) -> DataFrame:

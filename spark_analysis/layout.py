@@ -14,6 +14,12 @@ event came from:
   the checker's default group (``CheckConfig.default_group``). A member whose first events name
   no group moves, as in the checker (``Checker._member``), to the first group an event names while
   it owns nothing; its rows before the move stay in the old group.
+- ``group_named``: on a member event's rows, whether its member had named its group by then (the checker's
+  ``Member.group_explicit``: set by the member's first event if it or its file names a group -- a callback trace's
+  from its paired client log -- and by a move), null on a coordinator event's. ``group`` alone cannot say it: a
+  member that names the default group is in the group of one that names none. The undecided rule reads it
+  (``invariants.judged_overlaps``: the checker's ``_unnamed_removal`` counts every group's removals for an old owner
+  that never named its group, its own group's for one that did).
 - the context fields (``subscription``, ``protocol``, ``assignor``, ``member_id``,
   ``auto_offset_reset``, ``enable_auto_commit``, ``auto_commit_interval_ms``) are the event's, except
   on a moved member's first row in its new group (and its next row, if the first is a client-log
@@ -109,6 +115,7 @@ SCHEMA = pa.schema([
                                           ("partition", pa.int32())]))),
     ("moved_assigned_gen", pa.int64()),
     ("pending_revocation", pa.bool_()),
+    ("group_named", pa.bool_()),
 ])
 COLUMNS = tuple(SCHEMA.names)
 
@@ -134,7 +141,12 @@ COLUMNS = tuple(SCHEMA.names)
 #     ``topic`` null if both are empty (_member_assignment); the column ``pending_revocation`` is new, null on every
 #     other row. At 3 such an event was one row with ``topic`` null and its partitions were not kept: the job could not
 #     judge single-owner on them (traces.coordinator_checks.CoordinatorChecks._kip848_assignment).
-LAYOUT = 4
+#   5 (h31-known): the column ``group_named``, on every member row: whether the member had named its group by that row
+#     (the checker's Member.group_explicit), null on coordinator rows. At 4 the rows said only the resolved group, so
+#     the job took a member of the default group for one that never named its group -- one that named "default"
+#     (or a --group other than the default) was judged otherwise than the checker judges it (the undecided rule,
+#     Checker._unnamed_removal, counts every group's removals for a member that never named its group).
+LAYOUT = 5
 
 
 def write_input(out: Path, doc: dict[str, Any]) -> None:
@@ -301,15 +313,17 @@ class Columns:
 
     def add_event(self, event: dict[str, Any], *, group: str, member: str | None, seq: int, source: str,
                   line: int, jsonl: bool, callback: bool = False, fmt: str | None = None,
-                  commits_shown: bool | None = None, moved: Moved | None = None) -> None:
-        """Append the rows of one event (one per partition it names, or one); ``moved``: the move columns."""
+                  commits_shown: bool | None = None, moved: Moved | None = None,
+                  group_named: bool | None = None) -> None:
+        """Append the rows of one event (one per partition it names, or one); ``moved``: the move columns;
+        ``group_named``: whether its member had named its group (null for a coordinator event)."""
         name = event["name"]
         common = (group, seq, _int(event["timestamp"]), name, member, source, line, jsonl, callback,
                   _str(event.get("instance_id")), _int(event.get("generation")), _str(event.get("protocol")),
                   _str(event.get("assignor")), _str(event.get("reason")), _str(event.get("state")),
                   _str(event.get("auto_offset_reset")), fmt, commits_shown, _bool(event.get("enable_auto_commit")),
                   _int(event.get("auto_commit_interval_ms")), _strings(event.get("subscription")), _str(event.get("detail")), _strings(event.get("members")),
-                  _int(event.get("member_count")), *(moved or _NOT_MOVED))
+                  _int(event.get("member_count")), *(moved or _NOT_MOVED), group_named)
         success = event.get("success")
         success = success if isinstance(success, bool) else None
         member_id = _str(event.get("member_id"))
@@ -342,7 +356,7 @@ class Columns:
              success: bool | None, error: str | None, pending: bool | None) -> None:
         (group, seq, ts, name, member, source, line, jsonl, callback, instance_id, generation, protocol, assignor, reason,
          state, reset, fmt, shown, auto, interval, subscription, detail, members, member_count, moved_from,
-         moved_generation, moved_generations, moved_revoked, moved_assigned_gen) = common
+         moved_generation, moved_generations, moved_revoked, moved_assigned_gen, group_named) = common
         d = self.data
         for col, value in (("group", group), ("seq", seq), ("part", part), ("timestamp", ts), ("name", name),
                            ("member", member), ("source", source), ("line", line), ("jsonl", jsonl), ("callback", callback),
@@ -358,7 +372,8 @@ class Columns:
                            ("moved_generations", moved_generations),
                            ("moved_revoked", moved_revoked and [{"generation": g, "topic": t, "partition": p}
                                                                 for g, t, p in moved_revoked]),
-                           ("moved_assigned_gen", moved_assigned_gen), ("pending_revocation", pending)):
+                           ("moved_assigned_gen", moved_assigned_gen), ("pending_revocation", pending),
+                           ("group_named", group_named)):
             d[col].append(value)
 
     def table(self) -> pa.Table:

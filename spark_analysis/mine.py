@@ -57,7 +57,6 @@ class MineConfig:
     storm_window_ms: int = 60_000
     storm_threshold: int = 5
     max_examples: int = 100  # handoffs with duplicates listed in "delivery" (the checker's max_findings)
-    default_group: str = "default"  # the group of a member that never named one (corpus --from, CheckConfig)
 
 
 @dataclass
@@ -99,6 +98,11 @@ def load(spark: SparkSession, corpus: Path) -> DataFrame:
     # ... and before layout 4's pending_revocation: as one where no KIP-848 member assignment kept its partitions
     if "pending_revocation" not in events.columns:
         events = events.withColumn("pending_revocation", F.lit(None).cast("boolean"))
+    # ... and before layout 5's group_named: as one where no member named its group, so that the undecided rule
+    # counts every group's removals for an old owner (it may leave undecided what the checker judges, never the
+    # other way)
+    if "group_named" not in events.columns:
+        events = events.withColumn("group_named", F.lit(None).cast("boolean"))
     return events
 
 
@@ -147,8 +151,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     member = member_rows(events, config.default_protocol).drop("member_id")
     rows = keep(pack(member, ROWS_PACKED), ROWS_PACKED, member)
     iv = keep(intervals(rows))
-    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, config.default_group,
-                             inv.named_ids(events))
+    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, inv.named_ids(events))
     found = (inv.overlap_findings(ov)
              .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))

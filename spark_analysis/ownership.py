@@ -61,8 +61,9 @@ UNF = Window.unboundedFollowing
 # each of member_rows' sorts, out of each of its Window operators and into the cache: at 1M, copying rows and building
 # the cache were half its task time.
 NOT_READ = ("instance_id", "count", "state", "detail", "members", "member_count", "pending_revocation")
-# Read by member_rows' own windows (proto, policy, ends_life), by no reader after them: dropped after the last.
-STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset")
+# Read by member_rows' own windows (proto, policy, ends_life, member_last), by no reader after them: dropped after the
+# last.
+STATE_ONLY = ("protocol", "assignor", "reason", "auto_offset_reset", "group_named")
 # Read by the delivery, handoff, membership and move rules, never by the core's: carried in one struct column,
 # ``context``, null on every row that holds nothing those rules read (see member_rows). The first two are the file's
 # (``format`` a string on every member row, ``commits_shown`` a flag per file), read at the member's first
@@ -199,11 +200,14 @@ def member_rows(events: DataFrame, default_protocol: str | None) -> DataFrame:
     rows = events.filter(F.col("member").isNotNull()).drop(*NOT_READ).withColumn("said", said).drop(*SAID)
     rows = rows.withColumns({
         # only an assignment can start an interval, the one reader of where the member's trace ended, when it
-        # began (its first row of any kind, a dropped client-log line too) and of its member id (intervals): null
-        # on the other rows, so that those strings are not copied on every row
+        # began (its first row of any kind, a dropped client-log line too), whether it had named its group (the
+        # undecided rule's; it changes only at a move, while the member owns nothing, so an interval's start says
+        # it for the whole interval) and of its member id (intervals): null on the other rows, so that those
+        # strings are not copied on every row
         "member_last": F.when(name == ASSIGNED, F.struct(
             last["ts"].alias("ts"), last["source"].alias("source"),
-            F.min(F.col("timestamp")).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"))),
+            F.min(F.col("timestamp")).over(wm.rowsBetween(UNB, UNF)).alias("first_ts"),
+            F.col("group_named").alias("group_named"))),
         "first_jsonl": F.col("jsonl") & ~F.coalesce(F.max(F.col("jsonl")).over(wm.rowsBetween(UNB, -1)),
                                                      F.lit(False)),
         "inc": F.sum((name == STARTUP).cast("int")).over(upto),
@@ -285,7 +289,7 @@ def intervals(rows: DataFrame) -> DataFrame:
         F.col("seq").alias("start_seq"), F.col("timestamp").alias("start_ts"), F.col("source").alias("start_source"),
         ev_where.alias("start_where"), F.when(F.col("gen_ff") >= 0, F.col("gen_ff")).alias("start_gen"),
         (F.col("proto") == "cooperative").alias("coop"), F.col("mid_ff").alias("start_mid"),
-        last["first_ts"].alias("member_first_ts"), end.alias("end"),
+        last["first_ts"].alias("member_first_ts"), last["group_named"].alias("group_named"), end.alias("end"),
         # where in the releasing event the partition is listed (null for an end of lifetime or of the trace): the
         # checker releases a revoke's or a loss's partitions in the event's order (Checker._let_go), the rest in
         # partition order (_end_incarnation, finish)

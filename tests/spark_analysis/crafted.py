@@ -599,6 +599,52 @@ SETS["undecided-revoke-order"] = {
     "c": [ev("coordinator_member_removed", 15_000, member_id="x-1", **_REMOVED)],
 }
 
+# Whose removals count: an old owner that never named its group is judged against every group's removals, one that
+# did against its own group's (Checker._unnamed_removal: Member.group_explicit). a and b name the default group,
+# "default", and x-1 is removed from group h: b's overlap with a is a single-owner violation. The corpus wrote only
+# the resolved group until h31-known, and the job took a and b for members that name none (undecided, the note).
+_IN_DEFAULT = {"group": "default"}
+SETS["undecided-named-default"] = {
+    "a": [_start(**_IN_DEFAULT), ev("partitions_assigned", 10_000, parts=[0], **_IN_DEFAULT),
+          ev("partitions_revoked", 30_000, parts=[0], **_IN_DEFAULT), _stop(40_000)],
+    "b": [_start(**_IN_DEFAULT), ev("partitions_assigned", 20_000, parts=[0], **_IN_DEFAULT), _stop(50_000)],
+    "c": [ev("coordinator_member_removed", 15_000, member_id="x-1", **{**_REMOVED, "group": "h"})],
+}
+# the control: a and b name no group (the default one is theirs all the same), so h's removal counts: undecided on
+# both sides
+SETS["undecided-no-group"] = {
+    "a": [_start(), ev("partitions_assigned", 10_000, parts=[0]), ev("partitions_revoked", 30_000, parts=[0]),
+          _stop(40_000)],
+    "b": [_start(), ev("partitions_assigned", 20_000, parts=[0]), _stop(50_000)],
+    "c": SETS["undecided-named-default"]["c"],
+}
+
+# A member that moves groups (Checker._member: from the default group, named by none of its events so far, to g, while
+# it owns nothing) keeps its member id until it names another or restarts, in whichever group: m names m-1, then moves
+# to g rejoining as m-2 ("undecided-moved-rejoined") or restarting ("undecided-moved-restarted"); m-1's removal in g
+# leaves a's overlap undecided, as m-1 was nobody's id when a let go. The job's known ids followed a member within a
+# group until h31-known, and kept m-1 as m's in the default group to the end: a single-owner violation. The control
+# ("undecided-moved-kept"): m moves on a SyncGroup answer that names no member id, so m-1 is still its id -- a
+# violation on both sides.
+def _moved_owner(*moving: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "a": [_start(group="g"), ev("partitions_assigned", 10_000, parts=[0], group="g"),
+              ev("partitions_revoked", 30_000, parts=[0], group="g"), _stop(40_000)],
+        "b": [_start(group="g"), ev("partitions_assigned", 20_000, parts=[0], group="g"), _stop(50_000)],
+        "m": [_start(), ev("group_joined", 1_000, member_id="m-1"), *moving, _stop(50_000)],
+        "c": [ev("coordinator_member_removed", 15_000, member_id="m-1", **_REMOVED)],
+    }
+
+
+SETS["undecided-moved-rejoined"] = _moved_owner(ev("group_joined", 5_000, group="g", member_id="m-2"))
+SETS["undecided-moved-restarted"] = _moved_owner(_start(5_000, group="g"))
+SETS["undecided-moved-kept"] = _moved_owner(ev("group_synced", 5_000, group="g", generation=1),
+                                            ev("group_joined", 35_000, group="g", member_id="m-3"))
+# The undecided sets whose verdict reads another group's events: a removal in another group (counted for an old owner
+# that named no group), an id named in the group its member left. The checker run per group
+# (benchmarks/bench_spark_checker.py) cannot see them.
+UNDECIDED_ACROSS = ("undecided-no-group", "undecided-moved-kept")
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from spark_analysis import converges as cv
@@ -31,9 +33,12 @@ from tests.spark_analysis.test_delivery_plan import _plan_nodes
 from tests.traces.support import ev, write_jsonl
 from tests.traces.support import run as check_paths
 from traces import zombies as zombie_words
-from traces.checker import CheckConfig
+from traces.checker import CheckConfig, Checker
 from traces.coordinator_checks import COORDINATOR_ONLY
+from traces.detect import plan as make_plan
+from traces.merge import merged
 from traces.report import check_events
+from traces.schema import InputStats, Source
 
 pyspark_testing = pytest.importorskip("pyspark.testing")
 
@@ -242,12 +247,20 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert not _coordinator_notes(samples_mined["unchecked"]), "the corpus holds coordinator events"
     # a removed member id counts as named only if a member's id was it when the old owner let go (crafted
     # "undecided-*": one that rejoined with another, one named only later, and the control, still named: a violation);
-    # the note's example is the first overlap the checker judges ("undecided-revoke-order": a revoke's order)
-    assert sorted(undecided) == ["crafted-undecided-named-later", "crafted-undecided-rejoined-id",
-                                 "crafted-undecided-revoke-order", "real-vc-stall-zombie-output-only"], \
+    # the note's example is the first overlap the checker judges ("undecided-revoke-order": a revoke's order); another
+    # group's removal counts for an old owner that named no group, not for one that named the default group
+    # ("undecided-no-group", "undecided-named-default": a violation); a member that moved groups keeps its id until it
+    # names another or restarts, in the new group ("undecided-moved-rejoined", "-restarted", and the control, whose
+    # first event in the new group names none, "-kept": a violation)
+    assert sorted(undecided) == ["crafted-undecided-moved-rejoined", "crafted-undecided-moved-restarted",
+                                 "crafted-undecided-named-later", "crafted-undecided-no-group",
+                                 "crafted-undecided-rejoined-id", "crafted-undecided-revoke-order",
+                                 "real-vc-stall-zombie-output-only"], \
         "an undecided overlap is compared, and only there"
-    assert [k[:4] for k in expected if k[0].startswith("crafted-undecided-")] == \
-        [("crafted-undecided-named-id/g", "single-owner", "violation", ["a", "b"])]
+    assert sorted(k[:4] for k in expected if k[0].startswith("crafted-undecided-")) == \
+        [("crafted-undecided-moved-kept/g", "single-owner", "violation", ["a", "b"]),
+         ("crafted-undecided-named-default/default", "single-owner", "violation", ["a", "b"]),
+         ("crafted-undecided-named-id/g", "single-owner", "violation", ["a", "b"])]
     # single-owner and zombie-overlap word why the old owner was a zombie, and cite where its trace ended, alike
     assert _zombies(samples_mined["violations"] + samples_mined["warnings"]) == sorted(zombies)
     reasons = {why for why, template in zombie_words.REASONS.items()
@@ -349,6 +362,66 @@ def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_s
     assert {"auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "offsets", "minOffset", "maxOffset",
             "topic", "offset", "coordinator_member_removed", "assignment", "group", "reason"} <= \
         {r for names in refused.values() for r in names}, refused
+
+
+def _checker_named(checker: Checker, located: Iterable[Any]) -> dict[int, bool | None]:
+    """Run ``checker`` over ``located`` and return, per event (its place in the stream, from 1), whether its member
+    had named its group after the checker read it (``Member.group_explicit``; None for a coordinator event): read
+    between events, as the checker asks for the next one."""
+    said: dict[int, bool | None] = {}
+
+    def stepping() -> Iterator[Any]:
+        for seq, item in enumerate(located, start=1):
+            yield item
+            event = item[4]
+            member = event.get("member") or checker.sources[item[1]].member
+            known = checker.members.get(member) if isinstance(member, str) else None
+            said[seq] = None if event["name"].startswith("coordinator_") or known is None else known.group_explicit
+
+    checker.run(stepping())
+    return said
+
+
+def _written_named(out: Path) -> dict[int, bool | None]:
+    rows = pq.read_table(out / "events", columns=["seq", "group_named"]).to_pylist()
+    return {r["seq"]: r["group_named"] for r in rows}
+
+
+def test_the_corpus_says_whether_a_member_had_named_its_group_as_the_checker_keeps_it(
+        sample_sets: dict[str, Path], tmp_path: Path) -> None:
+    """``group_named`` on every row of every sample and crafted set, and of simulated groups, is the checker's
+    ``Member.group_explicit`` after it read that event (the undecided rule reads it: which groups' removals count
+    for an old owner); null on the coordinator's. Among them members that name the default group, name none, take
+    their group from the client log paired with their callback trace, and move to a group. No Spark."""
+    seen: set[tuple[bool | None, bool | None]] = set()  # (a member's flag before, after) per row
+    for name, path in sample_sets.items():
+        corpus.from_traces([str(path)], tmp_path / name, progress=None)
+        written = _written_named(tmp_path / name)
+        plan = make_plan([str(path)], None, None)
+        stats = InputStats()
+        said = _checker_named(Checker(plan.sources, CheckConfig(), stats, plan.callback_members),
+                              merged(plan.sources, stats))
+        assert {seq: said[seq] for seq in written} == written, name
+        last: dict[str, bool | None] = {}
+        for seq, (_, src, _, _, event) in enumerate(merged(plan.sources, InputStats()), start=1):
+            member = event.get("member") or plan.sources[src].member
+            if seq in written and written[seq] is not None:
+                seen.add((last.get(member), written[seq]))
+                last[member] = written[seq]
+    assert {(None, False), (None, True), (False, False), (False, True), (True, True)} <= seen, seen
+    spec = corpus.CorpusSpec(groups=3, seed=5)
+    corpus.simulate_groups(spec, tmp_path / "simulated", workers=1, progress=None)
+    written = _written_named(tmp_path / "simulated")
+    rows = pq.read_table(tmp_path / "simulated" / "events", columns=["group", "seq", "group_named"]).to_pylist()
+    for index in range(spec.groups):
+        events, _ = corpus.simulate_group(spec, index)
+        label = corpus.group_name(index)
+        source = Source(index=0, path=Path(f"{label}.jsonl"), label=f"{label}.jsonl", format="groupspec",
+                        member=f"{label}.jsonl")
+        said = _checker_named(Checker([source], CheckConfig(), InputStats()),
+                              ((int(e["timestamp"]), 0, n, n, e) for n, e in enumerate(events, start=1)))
+        written = {r["seq"]: r["group_named"] for r in rows if r["group"] == label}
+        assert written == said and set(said.values()) == {None, True}, label
 
 
 def test_a_short_list_of_handoffs_names_the_same_ones(spark: Any, sample_sets: dict[str, Path],
