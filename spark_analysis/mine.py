@@ -215,7 +215,9 @@ def shuffles(*dfs: DataFrame) -> dict[str, int]:
 
 
 class Progress:
-    """Prints Spark's stage progress to stderr every few seconds while a job runs."""
+    """Prints Spark's stage progress to stderr every few seconds while a job runs, and a line saying so when no
+    stage runs: between Spark's jobs the driver plans (mine.plan's analysis of its frames, each action's
+    optimization and code generation), which on a large plan takes tens of seconds with nothing else to show."""
 
     def __init__(self, spark: SparkSession, say: Callable[[str], None] | None, every_s: float = 3.0) -> None:
         self.tracker = spark.sparkContext.statusTracker()
@@ -243,8 +245,8 @@ class Progress:
                 info = self.tracker.getStageInfo(sid)
                 if info is not None:
                     parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks")
-            if parts:
-                self.say(f"mine: {time.monotonic() - started:.0f} s, " + "; ".join(parts))
+            doing = "; ".join(parts) if parts else "no stage running: the driver is planning"
+            self.say(f"mine: {time.monotonic() - started:.0f} s, {doing}")
 
 
 def _finding_json(row: Any) -> dict[str, Any]:
@@ -323,8 +325,8 @@ def collect(p: Plan, config: MineConfig) -> Collected:
 def _run(spark: SparkSession, corpus: Path, out: Path | None, config: MineConfig,
          progress: Callable[[str], None] | None) -> dict[str, Any]:
     started = time.monotonic()
-    p = plan(spark, corpus, config)
     with Progress(spark, progress):
+        p = plan(spark, corpus, config)
         if out is not None:
             p.findings.write.mode("overwrite").parquet(str(out / "violations.parquet"))
             found_df = spark.read.parquet(str(out / "violations.parquet"))

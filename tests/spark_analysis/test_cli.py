@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -454,3 +456,19 @@ def test_corpus_reads_a_log_with_the_format_and_zone_it_is_told_as_check_does(tm
     assert main(["corpus", "--from", str(log), "--format", "java-consumer-log", "--out", str(tmp_path / "f")]) == 2
     assert "no event read" in capsys.readouterr().err
     assert main(["check", str(log), "--format", "java-consumer-log"]) == 2
+
+
+def test_progress_names_the_running_stage_and_says_when_none_runs(spark: Any) -> None:
+    """`mine` prints a line every few seconds from its start: the active stages' tasks while Spark computes, and
+    that the driver is planning while no stage runs (a large plan's analysis takes tens of seconds, which before
+    showed as silence after "starting Spark")."""
+    said: list[str] = []
+    with mine.Progress(spark, said.append, every_s=0.05):
+        time.sleep(0.3)  # nothing submitted: the driver's side
+        idle = len(said)
+        # one task that sleeps a second inside the JVM (java.lang.Thread.sleep through Spark SQL's reflect); the
+        # row's id in the argument keeps the optimizer from calling it once while it plans (constant folding)
+        spark.range(0, 1, 1, 1).selectExpr("reflect('java.lang.Thread', 'sleep', cast(1000 + id as bigint))").collect()
+    assert idle >= 1 and all(s.endswith("s, no stage running: the driver is planning") for s in said[:idle])
+    assert any(re.fullmatch(r"mine: \d+ s, stage \d+: 0/1 tasks", s) for s in said[idle:]), said[idle:]
+    assert all(s.startswith("mine: ") for s in said)
