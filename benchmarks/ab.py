@@ -93,20 +93,26 @@ def check_tree(side: str, path: Path, python: str) -> Tree:
                 bool(_git(path, "status", "--porcelain", "--untracked-files=no")), done.stdout.strip())
 
 
-def check_corpus(work: Path, size: int, pool_groups: int, trees: list[Tree]) -> Path:
-    """The corpus both trees' benchmarks will read, already in ``work`` (else each run would build one: an hour at
-    50M, and not the same one if the layouts differ)."""
-    tags = {t.layout_tag for t in trees}
-    if len(tags) > 1:
+def check_corpus(work: Path, size: int, pool_groups: int, trees: list[Tree], own: bool = False) -> list[Path]:
+    """The corpus each tree's benchmark will read, already in ``work`` (else each run would build one: an hour at
+    50M, and not the same one if the layouts differ): one for both trees, or with ``own`` (``--each-own-corpus``) one
+    per layout, for a change of the layout itself."""
+    tags = list(dict.fromkeys(t.layout_tag for t in trees))
+    if len(tags) > 1 and not own:
         raise AbError("the trees' corpus layouts differ (" + ", ".join(f"{t.side} {t.layout_tag}" for t in trees)
-                      + "): each benchmark would build and read a corpus of its own layout; not comparable")
-    name = f"corpus-{size}-pool-{pool_groups}-{trees[0].layout_tag}"
-    corpus = work / name
-    if not (corpus / "done.json").is_file():
-        raise AbError(f"no corpus {name} in --work {work} (done.json missing): build it once with one tree's "
-                      f"benchmark, `python -m benchmarks spark -- --sizes {size} --pool-groups {pool_groups} "
-                      f"--work {work} --masters 'local[2]' --no-whole --no-core --no-duckdb --no-checker`")
-    return corpus
+                      + "): each benchmark would build and read a corpus of its own layout; not comparable "
+                      "(--each-own-corpus compares them anyway, each on its own corpus of the same pool)")
+    corpora = []
+    for tag in tags:
+        name = f"corpus-{size}-pool-{pool_groups}-{tag}"
+        if not (work / name / "done.json").is_file():
+            side = next(t for t in trees if t.layout_tag == tag).side
+            raise AbError(f"no corpus {name} in --work {work} (done.json missing): build it once with the {side} "
+                          f"tree's benchmark, `python -m benchmarks spark -- --sizes {size} --pool-groups "
+                          f"{pool_groups} --work {work} --masters 'local[2]' --no-whole --no-core --no-duckdb "
+                          f"--no-checker`")
+        corpora.append(work / name)
+    return corpora
 
 
 def _loadavg() -> list[float]:
@@ -375,6 +381,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting passed to every run (repeatable), e.g. spark.driver.memory=3g")
     parser.add_argument("--out", type=Path, required=True, help="OUT.json; OUT.md beside it; runs in OUT-runs/")
+    parser.add_argument("--each-own-corpus", action="store_true",
+                        help="trees of different corpus layouts, each reading the corpus of its own layout, both "
+                             "copied from a pool of the same seed (for a change of the layout: the same events "
+                             "when the trees' simulators agree, which the results' comparison shows)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter each run uses")
     parser.add_argument("--expect-change", action="append", default=[], metavar="KEY",
                         help="a mine.json key the branch is meant to change, as a dotted path (repeatable), e.g. "
@@ -395,14 +405,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:
         trees = [check_tree("base", args.base, args.python), check_tree("branch", args.branch, args.python)]
-        corpus = check_corpus(args.work, args.size, args.pool_groups, trees)
+        corpora = check_corpus(args.work, args.size, args.pool_groups, trees, args.each_own_corpus)
     except AbError as e:
         print(f"ab: {e}", file=sys.stderr)
         return 2
     keep = args.out.with_name(args.out.stem + "-runs")
     keep.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
-        "size": args.size, "master": args.master, "rounds": args.rounds, "conf": args.conf, "corpus": str(corpus),
+        "size": args.size, "master": args.master, "rounds": args.rounds, "conf": args.conf, "corpus": ", ".join(map(str, corpora)),
         "expect_change": args.expect_change,
         "command": bench_command("python", args.size, args.master, args.pool_groups, args.work, args.conf,
                                  Path("OUT.json")),

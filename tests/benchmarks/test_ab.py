@@ -202,8 +202,17 @@ def test_a_tree_that_is_no_checkout_and_a_missing_corpus_are_said(tmp_path: Path
 
 def test_trees_of_different_corpus_layouts_are_refused(tmp_path: Path) -> None:
     trees = [ab.Tree("base", ROOT, "x", False, "aaaa1111"), ab.Tree("branch", ROOT, "y", False, "bbbb2222")]
-    with pytest.raises(ab.AbError, match="layouts differ .base aaaa1111, branch bbbb2222"):
+    with pytest.raises(ab.AbError, match="layouts differ .base aaaa1111, branch bbbb2222.*--each-own-corpus"):
         ab.check_corpus(tmp_path, 1000, 4, trees)
+    # a change of the layout itself: each tree reads its own layout's corpus, and each must be there
+    (tmp_path / "corpus-1000-pool-4-aaaa1111").mkdir()
+    (tmp_path / "corpus-1000-pool-4-aaaa1111" / "done.json").write_text("{}")
+    with pytest.raises(ab.AbError, match="no corpus corpus-1000-pool-4-bbbb2222 .* with the branch tree's"):
+        ab.check_corpus(tmp_path, 1000, 4, trees, own=True)
+    (tmp_path / "corpus-1000-pool-4-bbbb2222").mkdir()
+    (tmp_path / "corpus-1000-pool-4-bbbb2222" / "done.json").write_text("{}")
+    assert ab.check_corpus(tmp_path, 1000, 4, trees, own=True) == [tmp_path / "corpus-1000-pool-4-aaaa1111",
+                                                                  tmp_path / "corpus-1000-pool-4-bbbb2222"]
 
 
 @pytest.mark.slow
