@@ -645,6 +645,23 @@ SETS["undecided-moved-kept"] = _moved_owner(ev("group_synced", 5_000, group="g",
 # (benchmarks/bench_spark_checker.py) cannot see them.
 UNDECIDED_ACROSS = ("undecided-no-group", "undecided-moved-kept")
 
+# Two captures checked as two runs (`check a/ b/`, traces.runs; `corpus --from a/ b/` names their groups "GROUP @ RUN"):
+# the checker judges each run alone, so a member id one run names, or a removal one run holds, says nothing of the
+# other's overlaps. In a, the coordinator removes m-1 from g between a's start and b's assignment: undecided (no
+# member of a names m-1), though b's m names m-1 throughout; and x-1 from the default group, while in b d (which names
+# no group, so every group's removals of its run count) overlaps e with no removal in its run: a violation. Until
+# h31-runs the job read the corpus as one trace: m-1 named (a single-owner violation in a) and x-1 counted for d
+# (undecided in b).
+RUNS = {
+    "a": {"a": SETS["undecided-rejoined-id"]["a"], "b": SETS["undecided-rejoined-id"]["b"],
+          "c": [ev("coordinator_member_removed", 15_000, member_id="m-1", **_REMOVED),
+                ev("coordinator_member_removed", 15_000, member_id="x-1", **{**_REMOVED, "group": "default"})]},
+    "b": {"m": [_start(group="g"), ev("group_joined", 1_000, group="g", member_id="m-1"), _stop(50_000)],
+          "d": [_start(), ev("partitions_assigned", 10_000, parts=[1]), ev("partitions_revoked", 30_000, parts=[1]),
+                _stop(40_000)],
+          "e": [_start(), ev("partitions_assigned", 20_000, parts=[1]), _stop(50_000)]},
+}
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator

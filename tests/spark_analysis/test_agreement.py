@@ -333,6 +333,28 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert "crafted-moved-converges" in converges_held, "the group a member left is judged without its protocol"
 
 
+def test_several_runs_are_judged_run_by_run_as_the_checker_judges_them(spark: Any, tmp_path: Path) -> None:
+    """A corpus of two runs (``corpus --from a/ b/``, crafted.RUNS) is judged as ``check a/ b/`` judges them: each
+    run alone, the member ids one run names and the removals it holds counting for none of the other's overlaps. The
+    overlap in a is undecided (its removed id is named only in b), the one in b a violation (the only removal that
+    could decide it is a's); the job called the first a violation and left the second undecided before h31-runs."""
+    dirs = []
+    for run, files in crafted.RUNS.items():
+        for member, events in files.items():
+            write_jsonl(tmp_path / run / f"{member}.jsonl", events)
+        dirs.append(str(tmp_path / run))
+    corpus.from_runs(dirs, tmp_path / "corpus", progress=None)
+    mined = mine.run(spark, tmp_path / "corpus")
+    checked = check_paths([Path(d) for d in dirs], max_findings=1_000_000)
+    expected = sorted(_key(f, f["group"]) for f in checked["findings"] if f["invariant"] in mine.COVERED)
+    assert _spark_keys(mined) == expected
+    assert [(k[0], k[1], k[3]) for k in expected] == [(f"default @ {dirs[1]}", "single-owner", ["d", "e"])]
+    # the undecided overlap: one, in a's group g (the checker's note names the run it is in)
+    assert [u["reason"].split(": ", 1)[0] for u in _undecided(checked["unchecked"])] == [f"in {dirs[0]}"]
+    assert [(r["group"], r["n"]) for r in mined["unchecked_per_group"] if r["what"] == inv.UNDECIDED] == \
+        [(f"g @ {dirs[0]}", 1)]
+
+
 def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_sets: dict[str, Path],
                                                                          tmp_path: Path) -> None:
     """``corpus --from`` refuses a line exactly where ``groupspec check`` does, per reason, with the same first
