@@ -39,6 +39,7 @@ from spark_analysis.ownership import (
     UNF,
     commit_entry_ok,
     commit_ok,
+    trace_set,
     where,
 )
 from traces import zombies
@@ -92,15 +93,15 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
 
 def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
                     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
-                    named: DataFrame | None = None) -> DataFrame:
+                    named: DataFrame | None = None, runs: tuple[str, ...] = ()) -> DataFrame:
     """Every overlap with what judges it: ``new`` assigned a partition while ``old`` held it (old started
     before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
-    ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus -- left out, of ``rows``,
-    which lack the client-log lines a callback trace supersedes (the benchmark's core, whose generated corpus has no
-    client logs).
+    ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus (with the same ``runs``)
+    -- left out, of ``rows``, which lack the client-log lines a callback trace supersedes (the benchmark's core, whose
+    generated corpus has no client logs); ``runs``: the corpus's runs (``ownership.run_labels``), each judged alone.
     """
     if named is None:
-        named = named_ids(rows, moves=False)
+        named = named_ids(rows, moves=False, runs=runs)
     n = iv.alias("n")
     o = iv.alias("o")
     ov = n.join(o, (F.col("n.group") == F.col("o.group")) & (F.col("n.topic") == F.col("o.topic"))
@@ -165,18 +166,19 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     # it names only later (it may be the old owner's own). The removals counted are those of the old owner's group
     # if it had named its group, else of every group (the checker: Member.group_explicit, the corpus's group_named,
     # the old owner's at its assignment: a member names its group anew only by a move, while it owns nothing). A
-    # corpus that holds several sets of traces with their groups prefixed ("SET/group": corpus.from_traces'
-    # group_prefix) is judged set by set, as the checker judges each set: ids and removals count within the set
-    # (the text up to the first "/" of a group name; none: the whole corpus).
+    # corpus of several runs (corpus --from a/ b/), or of several sets of traces with their groups prefixed
+    # ("SET/group": corpus.from_traces' group_prefix), is judged run by run and set by set, as the checker judges each
+    # (check a/ b/: a checker per run, traces.runs): ids and removals count within the set (ownership.trace_set), and
+    # the seqs compared are of one stream (each run's restart at 1).
     open_ = ~F.col("zombie") & ~F.col("tolerated") & F.col("activity").isNull() & F.col("old_mid").isNull() & ~by_gen
 
-    unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group")))
+    unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group"), runs))
     cands = ov.filter(open_).select(*key, "start", "old_first_ts", "old_group_named", "end")
     g = cands["group"]
     # null (a corpus without input.json, from before the column): not named, every group's removals -- the side
     # that leaves an overlap undecided rather than guess a violation
     every_group = ~F.coalesce(cands["old_group_named"], F.lit(False))
-    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (every_group & (unnamed["r_set"] == trace_set(g))))
+    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (every_group & (unnamed["r_set"] == trace_set(g, runs))))
                        & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
                        & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
     # the removed id, a member's at the judgement: the old owner's end event is read before it lets go (its
@@ -242,15 +244,10 @@ def overlap_findings(ov: DataFrame) -> DataFrame:
     return out.select("f.*")
 
 
-def trace_set(group: Column) -> Column:
-    """The trace set of a group of a corpus whose groups are prefixed ("SET/group"): "SET/", else ""."""
-    return F.regexp_extract(group, r"^([^/]*/)", 1)
-
-
-def named_ids(events: DataFrame, moves: bool = True) -> DataFrame:
+def named_ids(events: DataFrame, moves: bool = True, runs: tuple[str, ...] = ()) -> DataFrame:
     """When each member id was a member's, as the checker keeps ``Member.member_id``: from the member's event that
     names it (``k_from``, its ``seq``) to its next event that names one or restarts it (``k_to``; null: to the end),
-    with the trace set (``k_set``, :func:`trace_set`). Read from every member event, client-log lines whose
+    with the trace set (``k_set``, :func:`~spark_analysis.ownership.trace_set` of ``runs``). Read from every member event, client-log lines whose
     callbacks are traced elsewhere too (the checker's ``_context`` reads them before ``_callback_superseded``).
     A few rows per member; one sort of them inside the group partitions.
 
@@ -264,7 +261,7 @@ def named_ids(events: DataFrame, moves: bool = True) -> DataFrame:
     marked = said.isNotNull() | (F.col("name") == STARTUP)
     member = events.filter(F.col("member").isNotNull() & (F.col("part") == 0))
     wm = Window.partitionBy("group", "member").orderBy("seq")
-    spans = [F.col("group"), F.col("member"), trace_set(F.col("group")).alias("k_set"), said.alias("k_member_id"),
+    spans = [F.col("group"), F.col("member"), trace_set(F.col("group"), runs).alias("k_set"), said.alias("k_member_id"),
              F.col("seq").alias("k_from"), F.lead("seq").over(wm).alias("k_to")]
     if not moves:
         return member.filter(marked).select(*spans[2:]).filter(F.col("k_member_id").isNotNull())

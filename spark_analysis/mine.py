@@ -127,6 +127,15 @@ CORPUS_PACKED = ("members", "subscription", "reason", "detail", "error", "member
                  "pending_revocation")
 
 
+def _runs(corpus: Path) -> tuple[str, ...]:
+    """The runs of a corpus of several (``input.json``'s ``runs``: ``corpus --from a/ b/``, whose every group is named
+    ``GROUP @ RUN``), their labels for ``ownership.trace_set``; none for a corpus of one run (its groups carry no run)
+    or without input.json. input.json is read here once more (load read it for check_layout; a small file); private,
+    as it builds no frame (tests/spark_analysis/test_bench_profile.py)."""
+    labels = tuple(dict.fromkeys(r["run"] for r in read_input(corpus).get("runs") or ()))
+    return labels if len(labels) > 1 else ()
+
+
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
     cached: list[DataFrame] = []
     origins: list[DataFrame] = []
@@ -151,7 +160,10 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     member = member_rows(events, config.default_protocol).drop("member_id")
     rows = keep(pack(member, ROWS_PACKED), ROWS_PACKED, member)
     iv = keep(intervals(rows))
-    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, inv.named_ids(events))
+    # what the checker reads as one trace: a run of a corpus of several (check a/ b/ checks each alone)
+    runs = _runs(corpus)
+    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, inv.named_ids(events, runs=runs),
+                             runs=runs)
     found = (inv.overlap_findings(ov)
              .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))
@@ -175,7 +187,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked)
                 .unionByName(mb.no_coordinator(events))
                 .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True)
-                .unionByName(nt.counts(events, rows, first_polls, config.default_protocol), allowMissingColumns=True),
+                .unionByName(nt.counts(events, rows, first_polls, config.default_protocol, runs), allowMissingColumns=True),
                 cached,
                 handoffs=hd.handoffs(off, own, rows, first_polls),
                 partitions_from=partitions_from, origins=origins)

@@ -9,9 +9,10 @@ commit (commit-owned-only, committed-not-ahead). The words are :mod:`traces.trac
 :func:`traces.delivery.offsets_seen_notes` / :func:`~traces.delivery.commits_seen_notes`, which the
 checker calls with its own counters; here the same counts are aggregates.
 
-The checker's unit is one trace set; a corpus that holds several, with their groups prefixed ("SET/group":
-``corpus.from_traces``' ``group_prefix``), is counted set by set (the text up to the first "/" of a group
-name; none: the whole corpus is one set), and a member is one per set, as the checker keys it: a member
+The checker's unit is one trace set: one run (``check a/ b/`` checks each directory with a checker of its own,
+:mod:`traces.runs`). A corpus of several runs (``corpus --from a/ b/``: every group named ``GROUP @ RUN``), or of
+several sets with their groups prefixed ("SET/group": ``corpus.from_traces``' ``group_prefix``), is counted run by
+run and set by set (:func:`spark_analysis.ownership.trace_set`; none: the whole corpus is one set), and a member is one per set, as the checker keys it: a member
 that moved from the default group to the one it named later is counted once, its protocol read over all
 its rows. :func:`counts` gives one row per set and count (``group`` is the set's prefix, ``what``
 :data:`WHAT`'s key, ``n``), read from the cached corpus, member rows and first polls: aggregated per group
@@ -34,6 +35,7 @@ from spark_analysis.ownership import (
     commit_entry_ok,
     commit_ok,
     named_protocol,
+    trace_set,
 )
 from traces.delivery import commits_seen_notes, offsets_seen_notes
 from traces.trace_notes import consumption_notes, ownership_notes, protocol_notes, subscription_notes
@@ -57,17 +59,14 @@ _SUMS = ("ownership", "assignments", "subscription", "generation", "commits", "u
          "no-gap-judged")
 
 
-def trace_set(group: Column) -> Column:
-    """The trace set of a group: its name up to the first "/" (with it), or "" (the whole corpus)."""
-    return F.regexp_extract(group, r"^([^/]*/)", 1)
-
-
 def _as_long(flag: Column) -> Column:
     return F.when(flag, F.lit(1)).otherwise(F.lit(0)).cast("long")
 
 
-def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_protocol: str | None) -> DataFrame:
-    """``group, what, policy, n``: one row per trace set and :data:`WHAT` key (``what`` prefixed "trace-")."""
+def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_protocol: str | None,
+           runs: tuple[str, ...] = ()) -> DataFrame:
+    """``group, what, policy, n``: one row per trace set (``runs``: the corpus's, each its own:
+    :func:`~spark_analysis.ownership.trace_set`) and :data:`WHAT` key (``what`` prefixed "trace-")."""
     name, member = F.col("name"), F.col("member")
     is_member = member.isNotNull()
     first_row = F.col("part") == 0
@@ -117,7 +116,7 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
     per_member_aggs = [*sums, F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")]
     # (the set, a regular expression of the group name, is taken once per group and member, not on every row)
     per_member = from_events.unionByName(from_rows).unionByName(from_polls) \
-        .groupBy("group", "member").agg(*per_member_aggs).withColumn("set", trace_set(F.col("group"))) \
+        .groupBy("group", "member").agg(*per_member_aggs).withColumn("set", trace_set(F.col("group"), runs)) \
         .repartition("set").groupBy("set", "member").agg(*per_member_aggs)
     # Member.protocol: the last protocol named, else the default, else the first assignor's kind
     proto = F.coalesce(F.col("named.v"), F.lit(default_protocol) if default_protocol is not None

@@ -92,6 +92,30 @@ def where(source: str = "source", line: str = "line") -> Column:
     return F.concat_ws(":", F.col(source), F.col(line).cast("string"))
 
 
+def trace_set(group: Column, runs: tuple[str, ...] = ()) -> Column:
+    """What the checker reads as one trace, of a group: the run (``runs``: the labels of ``input.json``'s ``runs`` of a corpus of several,
+    ``mine._runs``; none: the whole corpus is one run) and within it the trace set of a corpus whose groups are prefixed ("SET/group":
+    ``corpus.from_traces``' ``group_prefix``, the agreement test's), "SET/", else "". ``groupspec check a/ b/`` checks
+    each run with a checker of its own (traces.runs), so ids, removals and whole-trace counts meet only within one.
+
+    The run is the listed label the group name ends with after " @ ": the corpus appended it to every group of the
+    run (``corpus.from_runs``), so a match is exact, the longest label tried first (a label may end with another,
+    " @ b/a" with " @ a"); the prefix is read from the name without it (a label's "/" is no set). Evaluated on few
+    rows (removals, the undecided candidates, member-id spans, per group and member for the notes): one suffix test
+    per run on each."""
+    def prefix(name: Column) -> Column:
+        return F.regexp_extract(name, r"^([^/]*/)", 1)
+
+    if not runs:
+        return prefix(group)
+    run: Column = F.lit(None).cast("string")
+    for label in sorted(runs, key=len):  # the last wrapped is tested first: the longest
+        run = F.when(group.endswith(f" @ {label}"), F.lit(label)).otherwise(run)
+    # a group of no listed run (a corpus put together by hand): its prefix alone, as before runs were read
+    return F.when(run.isNull(), prefix(group)).otherwise(
+        F.concat(prefix(group.substr(F.lit(1), F.length(group) - F.length(run) - 3)), F.lit(" @ "), run))
+
+
 def commit_ok() -> Column:
     """A commit that did not fail: an ``offsets_committed`` row whose ``success`` is not false (``Checker._committed``
     counts it in ``saw["commits"]`` and judges its generation)."""

@@ -350,7 +350,7 @@ def test_several_runs_are_judged_run_by_run_as_the_checker_judges_them(spark: An
     assert _spark_keys(mined) == expected
     assert [(k[0], k[1], k[3]) for k in expected] == [(f"default @ {dirs[1]}", "single-owner", ["d", "e"])]
     # the undecided overlap: one, in a's group g (the checker's note names the run it is in)
-    assert [u["reason"].split(": ", 1)[0] for u in _undecided(checked["unchecked"])] == [f"in {dirs[0]}"]
+    assert [r.split(": ", 1)[0] for r in _undecided(checked["unchecked"])] == [f"in {dirs[0]}"]
     assert [(r["group"], r["n"]) for r in mined["unchecked_per_group"] if r["what"] == inv.UNDECIDED] == \
         [(f"g @ {dirs[0]}", 1)]
 
