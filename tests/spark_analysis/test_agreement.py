@@ -353,6 +353,10 @@ def test_several_runs_are_judged_run_by_run_as_the_checker_judges_them(spark: An
     assert [r.split(": ", 1)[0] for r in _undecided(checked["unchecked"])] == [f"in {dirs[0]}"]
     assert [(r["group"], r["n"]) for r in mined["unchecked_per_group"] if r["what"] == inv.UNDECIDED] == \
         [(f"g @ {dirs[0]}", 1)]
+    # the run is read from the group name by built-in expressions on rows the job already had: no exchange or
+    # broadcast more than a corpus of one run's plan (docs/mining-internals.md, "Shuffles, broadcasts and the session
+    # settings"; the session turns Spark's own broadcasts off, so these are the plan's)
+    assert (mined["spark"]["shuffles"], mined["spark"]["broadcasts"]) == (8, 4)
 
 
 def test_corpus_from_counts_the_lines_it_cannot_use_as_the_checker_does(sample_sets: dict[str, Path],
