@@ -98,7 +98,7 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
     ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus (with the same ``runs``)
     -- left out, of ``rows``, which lack the client-log lines a callback trace supersedes (the benchmark's core, whose
-    generated corpus has no client logs); ``runs``: the corpus's runs (``ownership.run_labels``), each judged alone.
+    generated corpus has no client logs); ``runs``: the labels of the corpus's runs (``mine._runs``), each judged alone.
     """
     if named is None:
         named = named_ids(rows, moves=False, runs=runs)
@@ -247,8 +247,9 @@ def overlap_findings(ov: DataFrame) -> DataFrame:
 def named_ids(events: DataFrame, moves: bool = True, runs: tuple[str, ...] = ()) -> DataFrame:
     """When each member id was a member's, as the checker keeps ``Member.member_id``: from the member's event that
     names it (``k_from``, its ``seq``) to its next event that names one or restarts it (``k_to``; null: to the end),
-    with the trace set (``k_set``, :func:`~spark_analysis.ownership.trace_set` of ``runs``). Read from every member event, client-log lines whose
-    callbacks are traced elsewhere too (the checker's ``_context`` reads them before ``_callback_superseded``).
+    with the trace set (``k_set``, :func:`~spark_analysis.ownership.trace_set` of ``runs``). Read from every member
+    event, client-log lines whose callbacks are traced elsewhere too (the checker's ``_context`` reads them before
+    ``_callback_superseded``).
     A few rows per member; one sort of them inside the group partitions.
 
     A member that moved groups (``moves``: the corpus's ``moved_from``) keeps its id across the move, as the checker

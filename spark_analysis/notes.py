@@ -12,8 +12,8 @@ checker calls with its own counters; here the same counts are aggregates.
 The checker's unit is one trace set: one run (``check a/ b/`` checks each directory with a checker of its own,
 :mod:`traces.runs`). A corpus of several runs (``corpus --from a/ b/``: every group named ``GROUP @ RUN``), or of
 several sets with their groups prefixed ("SET/group": ``corpus.from_traces``' ``group_prefix``), is counted run by
-run and set by set (:func:`spark_analysis.ownership.trace_set`; none: the whole corpus is one set), and a member is one per set, as the checker keys it: a member
-that moved from the default group to the one it named later is counted once, its protocol read over all
+run and set by set (:func:`spark_analysis.ownership.trace_set`; none: the whole corpus is one set), and a member
+is one per set, as the checker keys it: a member that moved from the default group to the one it named later is counted once, its protocol read over all
 its rows. :func:`counts` gives one row per set and count (``group`` is the set's prefix, ``what``
 :data:`WHAT`'s key, ``n``), read from the cached corpus, member rows and first polls: aggregated per group
 and member inside the group partitions, then those few rows gathered by set (one small exchange).

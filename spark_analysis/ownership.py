@@ -93,14 +93,15 @@ def where(source: str = "source", line: str = "line") -> Column:
 
 
 def trace_set(group: Column, runs: tuple[str, ...] = ()) -> Column:
-    """What the checker reads as one trace, of a group: the run (``runs``: the labels of ``input.json``'s ``runs`` of a corpus of several,
-    ``mine._runs``; none: the whole corpus is one run) and within it the trace set of a corpus whose groups are prefixed ("SET/group":
-    ``corpus.from_traces``' ``group_prefix``, the agreement test's), "SET/", else "". ``groupspec check a/ b/`` checks
-    each run with a checker of its own (traces.runs), so ids, removals and whole-trace counts meet only within one.
+    """What the checker reads as one trace, of a group: its run (``runs``: the labels of ``input.json``'s ``runs``
+    of a corpus of several, ``mine._runs``; none: the whole corpus is one run) and within it the trace set of a
+    corpus whose groups are prefixed ("SET/group": ``corpus.from_traces``' ``group_prefix``, the agreement test's),
+    "SET/", else "": ``PREFIX @ RUN`` with runs, ``PREFIX`` without. ``groupspec check a/ b/`` checks each run with a
+    checker of its own (traces.runs), so ids, removals and whole-trace counts meet only within one.
 
     The run is the listed label the group name ends with after " @ ": the corpus appended it to every group of the
-    run (``corpus.from_runs``), so a match is exact, the longest label tried first (a label may end with another,
-    " @ b/a" with " @ a"); the prefix is read from the name without it (a label's "/" is no set). Evaluated on few
+    run (``corpus.from_runs``), so a match is exact, the longest label tried first (a label may end with
+    " @ " and another: "g @ b @ a" is g of run "b @ a", not "g @ b" of run "a"); the prefix is read from the name without it (a label's "/" is no set). Evaluated on few
     rows (removals, the undecided candidates, member-id spans, per group and member for the notes): one suffix test
     per run on each."""
     def prefix(name: Column) -> Column:

@@ -333,6 +333,25 @@ def test_every_sample_trace_set_agrees_with_the_checker(spark: Any, sample_sets:
     assert "crafted-moved-converges" in converges_held, "the group a member left is judged without its protocol"
 
 
+def test_the_trace_set_is_the_run_and_its_prefix(spark: Any) -> None:
+    """``ownership.trace_set``: with the runs of a corpus of several, a group's run is the listed label its name
+    ends with after " @ " (the longest that fits: a label may hold " @ "), and its SET/ prefix is read from the name
+    without it (a "/" of the label is none); a group of no listed run keeps its prefix alone; without runs, the
+    prefix alone."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.ownership import trace_set
+
+    groups = ["g @ /tmp/a", "S/g @ /tmp/a", "g @ b @ /tmp/a", "g @ /tmp/b @ /tmp/a", "S/h", "h"]
+    frame = spark.createDataFrame([(g,) for g in groups], "group string")
+    runs = ("/tmp/a", "/tmp/b @ /tmp/a")
+    got = [(r["with_runs"], r["without"]) for r in frame.select(
+        trace_set(F.col("group"), runs).alias("with_runs"), trace_set(F.col("group")).alias("without")).collect()]
+    # without them, the label's "/" made a set of each group name, in whichever run (before h31-runs)
+    assert got == [(" @ /tmp/a", "g @ /"), ("S/ @ /tmp/a", "S/"), (" @ /tmp/a", "g @ b @ /"),
+                   (" @ /tmp/b @ /tmp/a", "g @ /"), ("S/", "S/"), ("", "")]
+
+
 def test_several_runs_are_judged_run_by_run_as_the_checker_judges_them(spark: Any, tmp_path: Path) -> None:
     """A corpus of two runs (``corpus --from a/ b/``, crafted.RUNS) is judged as ``check a/ b/`` judges them: each
     run alone, the member ids one run names and the removals it holds counting for none of the other's overlaps. The
