@@ -589,6 +589,10 @@ def from_traces(paths: Sequence[str], out: Path, *, fmt: str | None = None, defa
                        for s in plan.sources],
            "runs": [{"run": run_label, "paths": list(paths), "events": events}],
            "read_with": read_with(fmt, default_group, naive_offset_ms)}
+    if group_prefix:
+        # the job reads a trace set from a group's name only where its corpus says the groups carry one (a real
+        # group's name may hold a "/": ownership.TraceSets)
+        doc["group_prefix"] = group_prefix
     # as groupspec check warns: one member name from several captures is one consumer to the job too
     doc["shared_members"] = shared_members(doc["sources"], run_label)
     write_input(out, doc)

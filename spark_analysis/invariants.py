@@ -31,12 +31,14 @@ from spark_analysis.ownership import (
     COMMITTED,
     CONSUMED,
     JOINED,
+    PREFIXED,
     RECORD_DATA,
     REMOVED,
     STARTUP,
     TP_WINDOW,
     UNB,
     UNF,
+    TraceSets,
     commit_entry_ok,
     commit_ok,
     trace_set,
@@ -93,15 +95,15 @@ def overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
 
 def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms: int,
                     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
-                    named: DataFrame | None = None, runs: tuple[str, ...] = ()) -> DataFrame:
+                    named: DataFrame | None = None, sets: TraceSets = PREFIXED) -> DataFrame:
     """Every overlap with what judges it: ``new`` assigned a partition while ``old`` held it (old started
     before and had not let go). The checker's ``_zombie_reason`` and ``_unnamed_removal``, as columns.
-    ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus (with the same ``runs``)
+    ``removed``: :func:`removals` of the corpus; ``named``: :func:`named_ids` of the corpus (with the same ``sets``)
     -- left out, of ``rows``, which lack the client-log lines a callback trace supersedes (the benchmark's core, whose
-    generated corpus has no client logs); ``runs``: the labels of the corpus's runs (``mine._runs``), each judged alone.
+    generated corpus has no client logs); ``sets``: what of the corpus the checker reads as one trace (``mine._trace_sets``), each judged alone.
     """
     if named is None:
-        named = named_ids(rows, moves=False, runs=runs)
+        named = named_ids(rows, moves=False, sets=sets)
     n = iv.alias("n")
     o = iv.alias("o")
     ov = n.join(o, (F.col("n.group") == F.col("o.group")) & (F.col("n.topic") == F.col("o.topic"))
@@ -172,13 +174,13 @@ def judged_overlaps(iv: DataFrame, rows: DataFrame, removed: DataFrame, skew_ms:
     # the seqs compared are of one stream (each run's restart at 1).
     open_ = ~F.col("zombie") & ~F.col("tolerated") & F.col("activity").isNull() & F.col("old_mid").isNull() & ~by_gen
 
-    unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group"), runs))
+    unnamed = removed.filter(F.col("r_reason") != "left").withColumn("r_set", trace_set(F.col("r_group"), sets))
     cands = ov.filter(open_).select(*key, "start", "old_first_ts", "old_group_named", "end")
     g = cands["group"]
     # null (a corpus without input.json, from before the column): not named, every group's removals -- the side
     # that leaves an overlap undecided rather than guess a violation
     every_group = ~F.coalesce(cands["old_group_named"], F.lit(False))
-    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (every_group & (unnamed["r_set"] == trace_set(g, runs))))
+    pairs = cands.join(unnamed, ((g == unnamed["r_group"]) | (every_group & (unnamed["r_set"] == trace_set(g, sets))))
                        & (unnamed["r_ts"] >= F.coalesce(cands["old_first_ts"], F.lit(0)))
                        & (unnamed["r_ts"] <= cands["start"] + skew_ms), "inner")
     # the removed id, a member's at the judgement: the old owner's end event is read before it lets go (its
@@ -244,10 +246,10 @@ def overlap_findings(ov: DataFrame) -> DataFrame:
     return out.select("f.*")
 
 
-def named_ids(events: DataFrame, moves: bool = True, runs: tuple[str, ...] = ()) -> DataFrame:
+def named_ids(events: DataFrame, moves: bool = True, sets: TraceSets = PREFIXED) -> DataFrame:
     """When each member id was a member's, as the checker keeps ``Member.member_id``: from the member's event that
     names it (``k_from``, its ``seq``) to its next event that names one or restarts it (``k_to``; null: to the end),
-    with the trace set (``k_set``, :func:`~spark_analysis.ownership.trace_set` of ``runs``). Read from every member
+    with the trace set (``k_set``, :func:`~spark_analysis.ownership.trace_set` of ``sets``). Read from every member
     event, client-log lines whose callbacks are traced elsewhere too (the checker's ``_context`` reads them before
     ``_callback_superseded``).
     A few rows per member; one sort of them inside the group partitions.
@@ -262,7 +264,7 @@ def named_ids(events: DataFrame, moves: bool = True, runs: tuple[str, ...] = ())
     marked = said.isNotNull() | (F.col("name") == STARTUP)
     member = events.filter(F.col("member").isNotNull() & (F.col("part") == 0))
     wm = Window.partitionBy("group", "member").orderBy("seq")
-    spans = [F.col("group"), F.col("member"), trace_set(F.col("group"), runs).alias("k_set"), said.alias("k_member_id"),
+    spans = [F.col("group"), F.col("member"), trace_set(F.col("group"), sets).alias("k_set"), said.alias("k_member_id"),
              F.col("seq").alias("k_from"), F.lead("seq").over(wm).alias("k_to")]
     if not moves:
         return member.filter(marked).select(*spans[2:]).filter(F.col("k_member_id").isNotNull())

@@ -34,7 +34,7 @@ from spark_analysis import rebalances as rb
 from spark_analysis import rejected as rj
 from spark_analysis import wellformed as wf
 from spark_analysis.layout import check_layout, events_dir, part_files, read_input, read_truth
-from spark_analysis.ownership import ROWS_PACKED, intervals, member_rows
+from spark_analysis.ownership import ROWS_PACKED, TraceSets, intervals, member_rows
 from spark_analysis.packing import pack, unpack
 from spark_analysis.session import fit_partitions, partitions_kept, storage_level
 from traces.checker import FROM_ASSIGNMENTS, NOT_IN_TRACES
@@ -127,13 +127,16 @@ CORPUS_PACKED = ("members", "subscription", "reason", "detail", "error", "member
                  "pending_revocation")
 
 
-def _runs(corpus: Path) -> tuple[str, ...]:
-    """The runs of a corpus of several (``input.json``'s ``runs``: ``corpus --from a/ b/``, whose every group is named
-    ``GROUP @ RUN``), their labels for ``ownership.trace_set``; none for a corpus of one run (its groups carry no run)
-    or without input.json. input.json is read here once more (load read it for check_layout; a small file); private,
-    as it builds no frame (tests/spark_analysis/test_bench_profile.py)."""
-    labels = tuple(dict.fromkeys(r["run"] for r in read_input(corpus).get("runs") or ()))
-    return labels if len(labels) > 1 else ()
+def _trace_sets(corpus: Path) -> TraceSets:
+    """What of the corpus the checker reads as one trace (``ownership.TraceSets``), from ``input.json``: the labels
+    of its runs when it holds several (``runs``: ``corpus --from a/ b/``, whose every group is named ``GROUP @
+    RUN``; none for a corpus of one run, whose groups carry no run, or without input.json), and whether its groups
+    carry a set's prefix (``group_prefix``, written by ``corpus.from_traces`` only when given one). input.json is
+    read here once more (load read it for check_layout; a small file); private, as it builds no frame
+    (tests/spark_analysis/test_bench_profile.py)."""
+    info = read_input(corpus)
+    labels = tuple(dict.fromkeys(r["run"] for r in info.get("runs") or ()))
+    return TraceSets(labels if len(labels) > 1 else (), bool(info.get("group_prefix")))
 
 
 def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -> Plan:
@@ -161,9 +164,9 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
     rows = keep(pack(member, ROWS_PACKED), ROWS_PACKED, member)
     iv = keep(intervals(rows))
     # what the checker reads as one trace: a run of a corpus of several (check a/ b/ checks each alone)
-    runs = _runs(corpus)
-    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, inv.named_ids(events, runs=runs),
-                             runs=runs)
+    sets = _trace_sets(corpus)
+    ov = inv.judged_overlaps(iv, rows, inv.removals(events), config.skew_ms, keep, inv.named_ids(events, sets=sets),
+                             sets=sets)
     found = (inv.overlap_findings(ov)
              .unionByName(co.same_generation_overlaps(ov, rows))
              .unionByName(inv.revoked_then_assigned(rows))
@@ -187,7 +190,7 @@ def plan(spark: SparkSession, corpus: Path, config: MineConfig = MineConfig()) -
                 rb.moves(rows), dl.unchecked_counts(first_polls, off).unionByName(converges_unchecked)
                 .unionByName(mb.no_coordinator(events))
                 .unionByName(inv.undecided_overlaps(ov), allowMissingColumns=True)
-                .unionByName(nt.counts(events, rows, first_polls, config.default_protocol, runs), allowMissingColumns=True),
+                .unionByName(nt.counts(events, rows, first_polls, config.default_protocol, sets), allowMissingColumns=True),
                 cached,
                 handoffs=hd.handoffs(off, own, rows, first_polls),
                 partitions_from=partitions_from, origins=origins)

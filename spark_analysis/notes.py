@@ -30,7 +30,9 @@ from pyspark.sql import functions as F
 from spark_analysis.ownership import (
     CONSUMED,
     OWNERSHIP,
+    PREFIXED,
     RECORD_DATA,
+    TraceSets,
     assignor_kind,
     commit_entry_ok,
     commit_ok,
@@ -64,8 +66,8 @@ def _as_long(flag: Column) -> Column:
 
 
 def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_protocol: str | None,
-           runs: tuple[str, ...] = ()) -> DataFrame:
-    """``group, what, policy, n``: one row per trace set (``runs``: the corpus's, each its own:
+           sets: TraceSets = PREFIXED) -> DataFrame:
+    """``group, what, policy, n``: one row per trace set (``sets``: the corpus's, each its own:
     :func:`~spark_analysis.ownership.trace_set`) and :data:`WHAT` key (``what`` prefixed "trace-")."""
     name, member = F.col("name"), F.col("member")
     is_member = member.isNotNull()
@@ -116,7 +118,7 @@ def counts(events: DataFrame, rows: DataFrame, first_polls: DataFrame, default_p
     per_member_aggs = [*sums, F.max("named").alias("named"), F.min("by_assignor").alias("by_assignor")]
     # (the set, a regular expression of the group name, is taken once per group and member, not on every row)
     per_member = from_events.unionByName(from_rows).unionByName(from_polls) \
-        .groupBy("group", "member").agg(*per_member_aggs).withColumn("set", trace_set(F.col("group"), runs)) \
+        .groupBy("group", "member").agg(*per_member_aggs).withColumn("set", trace_set(F.col("group"), sets)) \
         .repartition("set").groupBy("set", "member").agg(*per_member_aggs)
     # Member.protocol: the last protocol named, else the default, else the first assignor's kind
     proto = F.coalesce(F.col("named.v"), F.lit(default_protocol) if default_protocol is not None

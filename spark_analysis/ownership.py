@@ -38,6 +38,7 @@ rows are partitioned by group (the one shuffle of the job) no window needs anoth
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -92,25 +93,43 @@ def where(source: str = "source", line: str = "line") -> Column:
     return F.concat_ws(":", F.col(source), F.col(line).cast("string"))
 
 
-def trace_set(group: Column, runs: tuple[str, ...] = ()) -> Column:
-    """What the checker reads as one trace, of a group: its run (``runs``: the labels of ``input.json``'s ``runs``
-    of a corpus of several, ``mine._runs``; none: the whole corpus is one run) and within it the trace set of a
-    corpus whose groups are prefixed ("SET/group": ``corpus.from_traces``' ``group_prefix``, the agreement test's),
-    "SET/", else "": ``PREFIX @ RUN`` with runs, ``PREFIX`` without. ``groupspec check a/ b/`` checks each run with a
-    checker of its own (traces.runs), so ids, removals and whole-trace counts meet only within one.
+@dataclass(frozen=True)
+class TraceSets:
+    """What of a corpus the checker reads as one trace (:func:`trace_set`), from its ``input.json``
+    (``mine._trace_sets``): ``runs``, the labels of its runs when it holds several (``corpus --from a/ b/``: every
+    group named ``GROUP @ RUN``; none: the whole corpus is one run); ``prefixed``, whether its groups carry a trace
+    set's prefix ("SET/group": ``corpus.from_traces``' ``group_prefix``, the agreement test's corpus of every
+    sample). Only a corpus that says so is read by prefix: a real group's name may hold a "/" (``team/orders``),
+    and taking the text before it for a trace set would keep apart what the checker reads as one trace (an old owner
+    that named no group would not count a removal from ``team/orders``, and the job would report a violation
+    where the checker leaves the overlap undecided). The default, prefixed, is the benchmark's core's (its DuckDB
+    peer reads the prefix alike)."""
+    runs: tuple[str, ...] = ()
+    prefixed: bool = True
+
+
+#: The default of every reader of trace sets: one run, groups read by prefix (the benchmark's core, the tests' corpus)
+PREFIXED = TraceSets()
+
+
+def trace_set(group: Column, sets: TraceSets = PREFIXED) -> Column:
+    """What the checker reads as one trace, of a group: its run (``sets.runs``) and within it, in a corpus whose
+    groups are prefixed (``sets.prefixed``), its trace set, "SET/"; else "": ``PREFIX @ RUN`` with runs, ``PREFIX``
+    without. ``groupspec check a/ b/`` checks each run with a checker of its own (traces.runs), so ids, removals
+    and whole-trace counts meet only within one.
 
     The run is the listed label the group name ends with after " @ ": the corpus appended it to every group of the
-    run (``corpus.from_runs``), so a match is exact, the longest label tried first (a label may end with
-    " @ " and another: "g @ b @ a" is g of run "b @ a", not "g @ b" of run "a"); the prefix is read from the name without it (a label's "/" is no set). Evaluated on few
-    rows (removals, the undecided candidates, member-id spans, per group and member for the notes): one suffix test
-    per run on each."""
+    run (``corpus.from_runs``), so a match is exact, the longest label tried first (a label may hold " @ ": "g @ b
+    @ a" is g of run "b @ a" when both "a" and "b @ a" are labels); the prefix is read from the name without it (a
+    label's "/" is no set). Evaluated on few rows (removals, the undecided candidates, member-id spans, per group and
+    member for the notes): one suffix test per run on each."""
     def prefix(name: Column) -> Column:
-        return F.regexp_extract(name, r"^([^/]*/)", 1)
+        return F.regexp_extract(name, r"^([^/]*/)", 1) if sets.prefixed else F.lit("")
 
-    if not runs:
+    if not sets.runs:
         return prefix(group)
     run: Column = F.lit(None).cast("string")
-    for label in sorted(runs, key=len):  # the last wrapped is tested first: the longest
+    for label in sorted(sets.runs, key=len):  # the last wrapped is tested first: the longest
         run = F.when(group.endswith(f" @ {label}"), F.lit(label)).otherwise(run)
     # a group of no listed run (a corpus put together by hand): its prefix alone, as before runs were read
     return F.when(run.isNull(), prefix(group)).otherwise(

@@ -662,6 +662,13 @@ RUNS = {
           "e": [_start(), ev("partitions_assigned", 20_000, parts=[1]), _stop(50_000)]},
 }
 
+# A group whose own name holds a "/" in a corpus of one run written as a user writes it (corpus --from, no set prefix):
+# a and b name no group, so a removal from team/h counts for their overlap in the default group -- undecided on both
+# sides. The job read "team/" for a trace set of its own before, did not count the removal, and reported a
+# single-owner violation the checker does not.
+SLASHED = {**SETS["undecided-no-group"],
+           "c": [ev("coordinator_member_removed", 15_000, member_id="x-1", **{**_REMOVED, "group": "team/h"})]}
+
 
 # Real captures with files left out, as a user may hold them: name -> (sample folder, the files kept).
 # vc-stall-zombie without its client logs: VerifiableConsumer output cannot name the member the coordinator
