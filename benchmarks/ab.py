@@ -4,7 +4,8 @@ A cut to the Spark job is claimed as a gain only when it shows beyond the run-to
 shared machine (lone 10M runs of the same plans differed by about 10%: docs/benchmarks-spark.md, issue 15). One run per
 side cannot show that; this runs the job at one size from two trees in turn -- base, branch, base, branch, ... for
 ``--rounds`` rounds -- each run a subprocess ``python -m benchmarks spark -- ...`` with its working directory and
-``PYTHONPATH`` set to its tree (each side runs its own code and its own benchmark), on the same corpus (``--work``),
+``PYTHONPATH`` set to its tree (each side runs its own code and its own benchmark), on the same corpus (``--work``;
+with ``--each-own-corpus``, for a change of the corpus layout, each on its own layout's copy of the same pool),
 with the same Spark settings (``--conf``). After each run its ``violations.parquet`` and ``mine.json`` are copied
 aside (the benchmark overwrites them on the next run).
 
